@@ -1,0 +1,150 @@
+//! Errors, and the one mapping from errors to gRPC status codes.
+
+use std::path::PathBuf;
+
+use tonic::Status;
+
+use crate::script::ParseError;
+
+/// A CRI request fake-cri refuses, with the object it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No sandbox has this id.
+    #[error("pod sandbox {id:?} not found")]
+    SandboxNotFound {
+        /// The id asked for.
+        id: String,
+    },
+    /// No container has this id.
+    #[error("container {id:?} not found")]
+    ContainerNotFound {
+        /// The id asked for.
+        id: String,
+    },
+    /// The request lacks a field or has an invalid one.
+    #[error("invalid {rpc} request: {reason}")]
+    InvalidRequest {
+        /// The RPC.
+        rpc: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Another sandbox or container already uses this name (same metadata and attempt).
+    #[error("name {name:?} is reserved for {owner:?}")]
+    NameReserved {
+        /// The reserved name (`name_namespace_uid_attempt` like containerd).
+        name: String,
+        /// The id of the object holding it.
+        owner: String,
+    },
+    /// The object is not in a state that allows the request.
+    #[error("{object} {id:?} is {state}: cannot {action}")]
+    WrongState {
+        /// `container` or `pod sandbox`.
+        object: &'static str,
+        /// Its id.
+        id: String,
+        /// Its state.
+        state: &'static str,
+        /// What was asked.
+        action: &'static str,
+    },
+    /// The container's command uses shell syntax the interpreter does not run.
+    #[error("container {container:?}: unsupported command: {source}")]
+    Script {
+        /// The container name.
+        container: String,
+        /// Where and what.
+        #[source]
+        source: ParseError,
+    },
+    /// The image reference is malformed.
+    #[error("invalid image reference {image:?}: {reason}")]
+    InvalidImage {
+        /// The reference.
+        image: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The image is not present (not pulled).
+    #[error("image {image:?} not found: pull it first")]
+    ImageNotPresent {
+        /// The reference.
+        image: String,
+    },
+    /// The registry does not have the image.
+    #[error(
+        "failed to pull and unpack image {image:?}: failed to resolve reference {image:?}: {image}: not found"
+    )]
+    PullNotFound {
+        /// The normalized reference.
+        image: String,
+    },
+    /// An `ExecSync` ran past its timeout.
+    #[error("exec in container {id:?} timed out after {timeout}s")]
+    ExecTimeout {
+        /// The container id.
+        id: String,
+        /// The timeout in seconds.
+        timeout: i64,
+    },
+    /// A streaming RPC fake-cri does not serve.
+    #[error("{rpc} is not implemented by fake-cri: {hint}")]
+    Unimplemented {
+        /// The RPC.
+        rpc: &'static str,
+        /// What to use instead.
+        hint: &'static str,
+    },
+}
+
+/// The result of a CRI handler.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<Error> for Status {
+    fn from(error: Error) -> Self {
+        let message = error.to_string();
+        match error {
+            Error::SandboxNotFound { .. }
+            | Error::ContainerNotFound { .. }
+            | Error::ImageNotPresent { .. }
+            | Error::PullNotFound { .. } => Status::not_found(message),
+            Error::InvalidRequest { .. } | Error::Script { .. } | Error::InvalidImage { .. } => {
+                Status::invalid_argument(message)
+            }
+            Error::NameReserved { .. } => Status::already_exists(message),
+            Error::WrongState { .. } => Status::failed_precondition(message),
+            Error::ExecTimeout { .. } => Status::deadline_exceeded(message),
+            Error::Unimplemented { .. } => Status::unimplemented(message),
+        }
+    }
+}
+
+/// Why fake-cri could not start serving.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// No CRI socket path was given.
+    #[error("no CRI socket path given")]
+    NoSocket,
+    /// Something is listening on the socket already.
+    #[error("socket {path} is in use by another server")]
+    SocketInUse {
+        /// The socket path.
+        path: PathBuf,
+    },
+    /// The path exists and is not a socket: it is not ours to replace.
+    #[error("{path} exists and is not a socket")]
+    NotASocket {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Creating, binding or securing the socket failed.
+    #[error("binding socket {path}")]
+    Bind {
+        /// The socket path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,86 @@
+//! The container command interpreter: a small, documented subset of POSIX `sh`.
+//!
+//! fake-cri never runs host processes. A container's `command` + `args` are
+//! parsed into a [`Program`] when the container is created (so unsupported
+//! syntax is a `CreateContainer` error) and interpreted by [`exec`] when it
+//! starts. The grammar and its limits are specified in `fake-cri/README.md`.
+
+mod ast;
+mod exec;
+mod lex;
+mod parse;
+
+pub use ast::{AndOr, Command, Connector, List, Part, Redirect, RedirectTarget, Simple, Word};
+pub use exec::{Files, Outcome, Output, Shell, Signal, Stream};
+pub use parse::{ParseError, parse};
+
+/// How a container's argv is run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Program {
+    /// A script: `sh -c SCRIPT [ARG0 ARGS…]`, or a builtin command run directly
+    /// (`["sleep", "10"]`), parsed into a command list.
+    Script {
+        /// The parsed commands.
+        list: List,
+        /// `$0`, `$1`, … for `sh -c SCRIPT NAME ARGS…`.
+        args: Vec<String>,
+    },
+    /// A command the interpreter does not know, or no command at all (the
+    /// image default): a well-behaved server that runs until SIGTERM and then
+    /// exits 0.
+    Server,
+}
+
+/// Shells whose `-c SCRIPT` form is interpreted.
+const SHELLS: &[&str] = &["sh", "bash", "ash", "dash"];
+
+impl Program {
+    /// Interprets a container's argv (`command` followed by `args`).
+    pub fn from_argv(argv: &[String]) -> Result<Self, ParseError> {
+        let Some(first) = argv.first() else {
+            return Ok(Self::Server);
+        };
+        let name = basename(first);
+        if SHELLS.contains(&name) {
+            return match argv.get(1).map(String::as_str) {
+                Some("-c") => {
+                    let script = argv.get(2).map(String::as_str).unwrap_or_default();
+                    let args = argv.iter().skip(3).cloned().collect();
+                    Ok(Self::Script {
+                        list: parse(script)?,
+                        args,
+                    })
+                }
+                // `sh` alone, or `sh FILE`: a script we cannot see. Treat it as
+                // a server rather than guessing at its behaviour.
+                _ => Ok(Self::Server),
+            };
+        }
+        if exec::is_builtin(name) {
+            let words = argv
+                .iter()
+                .enumerate()
+                .map(|(i, arg)| {
+                    let arg = if i == 0 { name.to_owned() } else { arg.clone() };
+                    Word(vec![Part::Literal(arg)])
+                })
+                .collect();
+            return Ok(Self::Script {
+                list: List(vec![AndOr {
+                    first: Command::Simple(Simple {
+                        words,
+                        redirects: Vec::new(),
+                    }),
+                    rest: Vec::new(),
+                }]),
+                args: Vec::new(),
+            });
+        }
+        Ok(Self::Server)
+    }
+}
+
+/// The last path component of a command name: `/bin/sh` → `sh`.
+pub(crate) fn basename(command: &str) -> &str {
+    command.rsplit('/').next().unwrap_or(command)
+}
