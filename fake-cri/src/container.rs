@@ -148,10 +148,10 @@ impl Container {
             Some(mount) => {
                 let host = PathBuf::from(&mount.host_path);
                 // Only ever write into a regular file the client created for this.
-                if host.is_file() {
-                    if let Err(error) = std::fs::write(&host, &content) {
-                        tracing::warn!(path = %host.display(), %error, "cannot write termination message");
-                    }
+                if host.is_file()
+                    && let Err(error) = std::fs::write(&host, &content)
+                {
+                    tracing::warn!(path = %host.display(), %error, "cannot write termination message");
                 }
             }
             None => self.message = String::from_utf8_lossy(&content).into_owned(),

@@ -54,6 +54,14 @@ pub enum ControlError {
     /// A request is missing what it needs.
     #[error("{0}")]
     BadRequest(String),
+    /// The endpoint exists but not with this method.
+    #[error("{method} is not allowed on {path}: see fake-cri/README.md")]
+    MethodNotAllowed {
+        /// The method used.
+        method: String,
+        /// The path asked for.
+        path: String,
+    },
     /// No control endpoint has this path.
     #[error("no control endpoint {path:?}: see fake-cri/README.md")]
     NoRoute {
@@ -77,10 +85,7 @@ impl Control {
     pub fn set_runtime_ready(&self, ready: bool) {
         self.runtime.set_conditions(|c| {
             c.runtime_ready = ready;
-            if !ready && c.reason.is_empty() {
-                c.reason = "FakeRuntimeNotReady".to_owned();
-                c.message = "fake-cri: runtime set not ready through the control API".to_owned();
-            }
+            c.default_reason("FakeRuntimeNotReady", "runtime");
         });
     }
 
@@ -88,10 +93,7 @@ impl Control {
     pub fn set_network_ready(&self, ready: bool) {
         self.runtime.set_conditions(|c| {
             c.network_ready = ready;
-            if !ready && c.reason.is_empty() {
-                c.reason = "NetworkPluginNotReady".to_owned();
-                c.message = "fake-cri: network set not ready through the control API".to_owned();
-            }
+            c.default_reason("NetworkPluginNotReady", "network");
         });
     }
 
@@ -277,6 +279,7 @@ impl IntoResponse for ControlError {
     fn into_response(self) -> Response {
         let status = match self {
             Self::NothingToKill { .. } | Self::NoRoute { .. } => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::UnknownRpc { .. } | Self::UnknownCode { .. } | Self::BadRequest(_) => {
                 StatusCode::BAD_REQUEST
             }
@@ -313,6 +316,14 @@ pub(crate) fn router(control: Control) -> Router {
                 path: uri.path().to_owned(),
             }
         })
+        .method_not_allowed_fallback(
+            |method: axum::http::Method, uri: axum::http::Uri| async move {
+                ControlError::MethodNotAllowed {
+                    method: method.to_string(),
+                    path: uri.path().to_owned(),
+                }
+            },
+        )
         .with_state(control)
 }
 

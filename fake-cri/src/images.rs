@@ -53,10 +53,10 @@ impl Reference {
             Some(i) => (&rest[..last_slash + i], Some(&rest[last_slash + i + 1..])),
             None => (rest, None),
         };
-        if let Some(tag) = tag {
-            if !valid_tag(tag) {
-                return Err(invalid("invalid tag"));
-            }
+        if let Some(tag) = tag
+            && !valid_tag(tag)
+        {
+            return Err(invalid("invalid tag"));
         }
         if name.len() > 255 {
             return Err(invalid(

@@ -59,6 +59,20 @@ impl Default for Conditions {
     }
 }
 
+impl Conditions {
+    /// Keeps the reason and message while something is not ready (filling in
+    /// a default), and clears them once everything is ready again.
+    pub(crate) fn default_reason(&mut self, reason: &str, what: &str) {
+        if self.runtime_ready && self.network_ready {
+            self.reason.clear();
+            self.message.clear();
+        } else if self.reason.is_empty() {
+            self.reason = reason.to_owned();
+            self.message = format!("fake-cri: {what} set not ready through the control API");
+        }
+    }
+}
+
 /// Image filesystem usage set through the control API.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct ImageFs {
@@ -295,19 +309,19 @@ impl Runtime {
                 .await;
         }
         let mut state = self.state();
-        if let Some(sandbox) = state.sandboxes.get_mut(id) {
-            if sandbox.state == SandboxState::Ready {
-                sandbox.state = SandboxState::NotReady;
-                // Stopping tears the pod network down: containerd then reports
-                // no IP, and the address is free for another pod.
-                sandbox.ip = None;
-                self.emit(
-                    &state,
-                    id,
-                    id,
-                    v1::ContainerEventType::ContainerStoppedEvent,
-                );
-            }
+        if let Some(sandbox) = state.sandboxes.get_mut(id)
+            && sandbox.state == SandboxState::Ready
+        {
+            sandbox.state = SandboxState::NotReady;
+            // Stopping tears the pod network down: containerd then reports
+            // no IP, and the address is free for another pod.
+            sandbox.ip = None;
+            self.emit(
+                &state,
+                id,
+                id,
+                v1::ContainerEventType::ContainerStoppedEvent,
+            );
         }
         Ok(())
     }
@@ -315,10 +329,11 @@ impl Runtime {
     /// Removes a sandbox and all its containers, stopping it first if needed.
     /// Removing an unknown sandbox succeeds (it is idempotent in containerd).
     pub(crate) async fn remove_sandbox(&self, id: &str) -> Result<()> {
-        if !self.state().sandboxes.contains_key(id) {
-            return Ok(());
+        match self.stop_sandbox(id).await {
+            // Unknown, or removed by a concurrent call: removal is idempotent.
+            Err(Error::SandboxNotFound { .. }) => return Ok(()),
+            result => result?,
         }
-        self.stop_sandbox(id).await?;
         let mut state = self.state();
         let containers: Vec<String> = state
             .containers
@@ -744,14 +759,14 @@ impl Runtime {
         if cmd.is_empty() {
             return Err(invalid("ExecSync", "cmd must not be empty"));
         }
-        let (files, env) = self.running_container(id, "exec in it", |c| {
+        let (files, env, mut exited) = self.running_container(id, "exec in it", |c| {
             let env = c
                 .config
                 .envs
                 .iter()
                 .map(|kv| (kv.key.clone(), kv.value.clone()))
                 .collect();
-            (Arc::clone(&c.files), env)
+            (Arc::clone(&c.files), env, c.exited.subscribe())
         })?;
         let program = match Program::from_argv(cmd) {
             Ok(program) => program,
@@ -765,7 +780,19 @@ impl Runtime {
             }
         };
         let mut output = Captured::default();
-        let run = Shell::exec(files, env, &mut output).run(&program);
+        let exec = Shell::exec(files, env, &mut output).run(&program);
+        // The exec's process dies with the container (killed, as everything
+        // in its cgroup), or when the container is gone (removed, restart,
+        // shutdown).
+        let run = async {
+            tokio::select! {
+                outcome = exec => outcome,
+                _ = exited.wait_for(|exited| *exited) => Outcome {
+                    exit_code: 137,
+                    oom_killed: false,
+                },
+            }
+        };
         let outcome = if timeout > 0 {
             let limit = Duration::from_secs(u64::try_from(timeout).unwrap_or(u64::MAX));
             tokio::time::timeout(limit, run)
@@ -890,10 +917,23 @@ impl Runtime {
         lock(&self.conditions).clone()
     }
 
-    pub(crate) fn update_runtime_config(&self, pod_cidr: String) {
-        if !pod_cidr.is_empty() {
-            self.state().pod_cidr = Some(pod_cidr);
+    pub(crate) fn update_runtime_config(&self, pod_cidr: String) -> Result<()> {
+        if pod_cidr.is_empty() {
+            return Ok(());
         }
+        // Several CIDRs (dual stack) are comma-separated; pod IPs come from the first IPv4 one.
+        let Some(cidr) = pod_cidr
+            .split(',')
+            .map(str::trim)
+            .find(|c| parse_cidr(c).is_some())
+        else {
+            return Err(invalid(
+                "UpdateRuntimeConfig",
+                format!("pod CIDR {pod_cidr:?} has no IPv4 network with a prefix of /8 to /30"),
+            ));
+        };
+        self.state().pod_cidr = Some(cidr.to_owned());
+        Ok(())
     }
 
     /// Kills running containers: by id, or all of a pod's containers with a

@@ -301,7 +301,7 @@ impl RuntimeService for Cri {
             .and_then(|c| c.network_config)
             .map(|n| n.pod_cidr)
             .unwrap_or_default();
-        self.runtime.update_runtime_config(cidr);
+        self.runtime.update_runtime_config(cidr)?;
         ok(v1::UpdateRuntimeConfigResponse {})
     }
 

@@ -481,6 +481,15 @@ async fn bad_requests_get_400_with_a_json_error_and_unknown_paths_404() {
             .contains("/v1/nothing-here"),
         "{response}"
     );
+    let (code, response) = env.http("GET", "/v1/kill", "").await;
+    assert_eq!(code, 405, "{response}");
+    assert!(
+        response["error"]
+            .as_str()
+            .unwrap()
+            .contains("GET is not allowed on /v1/kill"),
+        "{response}"
+    );
     let (code, response) = env.http("GET", "/healthz", "").await;
     assert_eq!((code, response), (200, json!("ok")));
 }

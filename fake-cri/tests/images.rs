@@ -93,7 +93,7 @@ async fn pull_list_status_remove() {
     let filtered = list(&mut env, Some("registry.k8s.io/pause:3.9")).await;
     assert_eq!(
         filtered.iter().map(|i| i.id.clone()).collect::<Vec<_>>(),
-        [pause.clone()]
+        std::slice::from_ref(&pause)
     );
     assert!(list(&mut env, Some("alpine")).await.is_empty());
 
@@ -120,7 +120,7 @@ async fn pull_by_digest() {
         .await
         .expect("found by its digest");
     assert_eq!(image.id, id);
-    assert_eq!(image.repo_digests, [reference.clone()]);
+    assert_eq!(image.repo_digests, std::slice::from_ref(&reference));
     assert!(image.repo_tags.is_empty(), "a digest pull has no tag");
     // A container can run from it.
     let sandbox = env.sandbox("pod").await;

@@ -430,3 +430,44 @@ async fn host_network_pods_have_no_ip() {
     let namespaces = status.linux.unwrap().namespaces.unwrap().options.unwrap();
     assert_eq!(namespaces.network, v1::NamespaceMode::Node as i32);
 }
+
+#[tokio::test]
+async fn concurrent_removals_all_succeed() {
+    let mut env = Env::start().await;
+    let sandbox = env.sandbox("pod").await;
+    let container = env.run(&sandbox, "a", "sleep 600").await;
+    env.run(&sandbox, "b", "trap 'exit 0' TERM; sleep 600")
+        .await;
+    let removals: Vec<_> = (0..8)
+        .map(|i| {
+            let mut runtime = env.runtime.clone();
+            let (sandbox, container) = (sandbox.clone(), container.clone());
+            tokio::spawn(async move {
+                if i % 2 == 0 {
+                    runtime
+                        .remove_pod_sandbox(v1::RemovePodSandboxRequest {
+                            pod_sandbox_id: sandbox,
+                        })
+                        .await
+                        .map(|_| ())
+                } else {
+                    runtime
+                        .remove_container(v1::RemoveContainerRequest {
+                            container_id: container,
+                        })
+                        .await
+                        .map(|_| ())
+                }
+            })
+        })
+        .collect();
+    for removal in removals {
+        tokio::time::timeout(LIMIT, removal)
+            .await
+            .expect("removal finishes")
+            .unwrap()
+            .expect("concurrent removals are idempotent");
+    }
+    assert!(env.sandbox_ids(None).await.is_empty());
+    assert!(env.container_ids(None).await.is_empty());
+}

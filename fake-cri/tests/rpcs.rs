@@ -84,6 +84,48 @@ async fn runtime_config_reports_the_cgroup_driver() {
 }
 
 #[tokio::test]
+async fn update_runtime_config_refuses_a_malformed_cidr() {
+    let mut env = Env::start().await;
+    for cidr in ["banana", "10.0.0.0/33", "fd00::/64"] {
+        let error = env
+            .runtime
+            .update_runtime_config(v1::UpdateRuntimeConfigRequest {
+                runtime_config: Some(v1::RuntimeConfig {
+                    network_config: Some(v1::NetworkConfig {
+                        pod_cidr: cidr.to_owned(),
+                    }),
+                }),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(error.code(), tonic::Code::InvalidArgument, "{cidr}");
+        assert!(error.message().contains(cidr), "{}", error.message());
+    }
+    // Dual stack: the IPv4 network is used.
+    env.runtime
+        .update_runtime_config(v1::UpdateRuntimeConfigRequest {
+            runtime_config: Some(v1::RuntimeConfig {
+                network_config: Some(v1::NetworkConfig {
+                    pod_cidr: "fd00::/64,10.9.0.0/16".to_owned(),
+                }),
+            }),
+        })
+        .await
+        .unwrap();
+    let id = env.sandbox("a").await;
+    let ip = env
+        .sandbox_status(&id)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .network
+        .unwrap()
+        .ip;
+    assert!(ip.starts_with("10.9."), "{ip}");
+}
+
+#[tokio::test]
 async fn update_runtime_config_sets_the_pod_cidr() {
     let mut env = Env::start().await;
     env.runtime
@@ -582,4 +624,46 @@ async fn exec_sync_needs_a_running_container() {
     expect_code(env.exec("nope", &["true"], 5).await, Code::NotFound);
     let running = env.run(&sandbox, "running", "sleep 600").await;
     expect_code(env.exec(&running, &[], 5).await, Code::InvalidArgument);
+}
+
+#[tokio::test]
+async fn an_exec_ends_with_its_container() {
+    let mut env = Env::start().await;
+    let sandbox = env.sandbox("pod").await;
+    let id = env.run(&sandbox, "c", "sleep 600").await;
+    let mut runtime = env.runtime.clone();
+    let exec_id = id.clone();
+    let exec = tokio::spawn(async move {
+        runtime
+            .exec_sync(v1::ExecSyncRequest {
+                container_id: exec_id,
+                cmd: vec![
+                    "sh".to_owned(),
+                    "-c".to_owned(),
+                    "touch /tmp/in-exec; sleep 600".to_owned(),
+                ],
+                timeout: 0,
+            })
+            .await
+    });
+    tokio::time::timeout(LIMIT, async {
+        while env
+            .exec(&id, &["test", "-e", "/tmp/in-exec"], 5)
+            .await
+            .unwrap()
+            .exit_code
+            != 0
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the exec runs");
+    env.stop(&id, 0).await.unwrap();
+    let response = tokio::time::timeout(LIMIT, exec)
+        .await
+        .expect("the exec ends when its container is killed")
+        .unwrap()
+        .expect("ExecSync answers");
+    assert_eq!(response.into_inner().exit_code, 137);
 }

@@ -75,9 +75,9 @@ async fn a_thousand_concurrent_containers() {
     listed.sort();
     assert_eq!(listed.len(), CONTAINERS);
     assert_eq!(listed, ids, "every container created is listed");
-    for i in 0..SANDBOXES {
+    for sandbox in &sandboxes {
         let in_pod = v1::ContainerFilter {
-            pod_sandbox_id: sandboxes[i].clone(),
+            pod_sandbox_id: sandbox.clone(),
             ..Default::default()
         };
         assert_eq!(
