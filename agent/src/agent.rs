@@ -1,0 +1,308 @@
+//! The agent as a whole: [`Agent::builder`] wires the parts together and
+//! [`AgentHandle`] reports readiness and shuts them down.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use tokio::sync::{OnceCell, mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::metrics::Metrics;
+use crate::pod_workers::PodWorkers;
+use crate::runtime::Runtime;
+use crate::sync_loop::{Inputs, SyncLoop};
+use crate::sync_pod::Context;
+use crate::{Timings, node_lease, node_status, pleg, pod_config, server, status_manager};
+
+/// Errors starting the agent.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The CRI endpoint is not usable.
+    #[error("CRI endpoint {endpoint}")]
+    Runtime {
+        /// The endpoint as given.
+        endpoint: String,
+        /// What is wrong with it.
+        #[source]
+        source: crate::runtime::Error,
+    },
+    /// The HTTP server could not bind.
+    #[error("binding the healthz/metrics server to {addr}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The bind error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The root directory could not be created.
+    #[error("creating root directory {path}")]
+    RootDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Entry point of the library: `Agent::builder(client, node, cri).spawn()`.
+#[derive(Debug)]
+pub struct Agent;
+
+impl Agent {
+    /// A builder for an agent registering `node_name` through `client` and
+    /// running pods on the CRI runtime at `cri_endpoint` (`unix:///path`).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// use nodeconform_agent::{Agent, Timings};
+    ///
+    /// let agent = Agent::builder(client, "node-1", "unix:///run/fake-cri.sock")
+    ///     .root_dir("/tmp/agent")
+    ///     .timings(Timings::fast())
+    ///     .spawn()
+    ///     .await?;
+    /// agent.ready().await;
+    /// agent.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(
+        client: kube::Client,
+        node_name: impl Into<String>,
+        cri_endpoint: impl Into<String>,
+    ) -> AgentBuilder {
+        AgentBuilder {
+            client,
+            node_name: node_name.into(),
+            cri_endpoint: cri_endpoint.into(),
+            root_dir: PathBuf::from("/var/lib/nodeconform-agent"),
+            timings: Timings::default(),
+            node_ip: None,
+            max_pods: 110,
+            server_addr: None,
+        }
+    }
+}
+
+/// Configures and starts an agent.
+pub struct AgentBuilder {
+    client: kube::Client,
+    node_name: String,
+    cri_endpoint: String,
+    root_dir: PathBuf,
+    timings: Timings,
+    node_ip: Option<IpAddr>,
+    max_pods: u32,
+    server_addr: Option<SocketAddr>,
+}
+
+impl std::fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("node_name", &self.node_name)
+            .field("cri_endpoint", &self.cri_endpoint)
+            .field("root_dir", &self.root_dir)
+            .field("timings", &self.timings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentBuilder {
+    /// The agent's state directory (default `/var/lib/nodeconform-agent`); pod log directories live below it.
+    pub fn root_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.root_dir = dir.into();
+        self
+    }
+
+    /// Timings (default: upstream's).
+    pub fn timings(mut self, timings: Timings) -> Self {
+        self.timings = timings;
+        self
+    }
+
+    /// The node's `InternalIP` and the pods' `hostIP` (default 127.0.0.1).
+    pub fn node_ip(mut self, ip: IpAddr) -> Self {
+        self.node_ip = Some(ip);
+        self
+    }
+
+    /// The node's `pods` capacity (default 110).
+    pub fn max_pods(mut self, max_pods: u32) -> Self {
+        self.max_pods = max_pods;
+        self
+    }
+
+    /// Serve `/healthz` and `/metrics` on this address (default: no server).
+    pub fn server_addr(mut self, addr: SocketAddr) -> Self {
+        self.server_addr = Some(addr);
+        self
+    }
+
+    /// Starts every part of the agent.
+    pub async fn spawn(self) -> Result<AgentHandle, Error> {
+        std::fs::create_dir_all(&self.root_dir).map_err(|source| Error::RootDir {
+            path: self.root_dir.clone(),
+            source,
+        })?;
+        let metrics = Arc::new(Metrics::default());
+        let runtime = Runtime::connect(
+            &self.cri_endpoint,
+            metrics.clone(),
+            self.timings.runtime_request_timeout,
+            self.root_dir.join("pods"),
+        )
+        .map_err(|source| Error::Runtime {
+            endpoint: self.cri_endpoint.clone(),
+            source,
+        })?;
+        let (shutdown_tx, shutdown) = watch::channel(false);
+        let mut tasks: Vec<JoinHandle<()>> = Vec::new();
+
+        let mut port = 0;
+        let mut bound = None;
+        if let Some(addr) = self.server_addr {
+            let (local, task) = server::spawn(addr, metrics.clone(), shutdown.clone())
+                .await
+                .map_err(|source| Error::Bind { addr, source })?;
+            port = local.port();
+            bound = Some(local);
+            tasks.push(task);
+        }
+
+        let node_ip = self.node_ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let (node_tx, node_rx) = watch::channel::<Option<Node>>(None);
+        tasks.push(tokio::spawn(node_status::run(
+            self.client.clone(),
+            node_status::Config {
+                node_name: self.node_name.clone(),
+                node_ip,
+                max_pods: self.max_pods,
+                root_dir: self.root_dir.clone(),
+                port,
+            },
+            runtime.clone(),
+            self.timings.clone(),
+            metrics.clone(),
+            node_tx,
+            shutdown.clone(),
+        )));
+        tasks.push(tokio::spawn(node_lease::run(
+            self.client.clone(),
+            self.timings.clone(),
+            metrics.clone(),
+            node_rx.clone(),
+            shutdown.clone(),
+        )));
+
+        let (status, status_task) = status_manager::spawn(
+            self.client.clone(),
+            &self.timings,
+            metrics.clone(),
+            shutdown.clone(),
+        );
+        tasks.push(status_task);
+
+        let (pleg_tx, pleg_rx) = mpsc::unbounded_channel();
+        let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(pleg::Snapshot::default()));
+        tasks.extend(pleg::spawn(
+            runtime.clone(),
+            self.timings.pleg_relist_period,
+            metrics.clone(),
+            pleg_tx,
+            snapshot_tx,
+            shutdown.clone(),
+        ));
+
+        let (config_tx, config_rx) = mpsc::unbounded_channel();
+        tasks.push(pod_config::spawn(
+            self.client.clone(),
+            &self.node_name,
+            metrics.clone(),
+            config_tx,
+            shutdown.clone(),
+        ));
+
+        let ctx = Context {
+            runtime: runtime.clone(),
+            status: status.clone(),
+            timings: self.timings.clone(),
+            metrics: metrics.clone(),
+            host_ip: Some(node_ip.to_string()),
+            runtime_name: Arc::new(OnceCell::new()),
+        };
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let workers = PodWorkers::new(ctx, done_tx, shutdown.clone());
+        let sync_loop = SyncLoop::new(
+            workers,
+            status,
+            runtime,
+            snapshot_rx,
+            self.timings.minimum_stop_grace,
+        );
+        tasks.push(tokio::spawn(sync_loop.run(
+            Inputs {
+                config: config_rx,
+                pleg: pleg_rx,
+                done: done_rx,
+            },
+            self.timings.sync_frequency,
+            self.timings.housekeeping_period,
+            shutdown.clone(),
+        )));
+        tracing::info!(node = %self.node_name, cri = %self.cri_endpoint, "agent started");
+        Ok(AgentHandle {
+            node: node_rx,
+            shutdown: shutdown_tx,
+            tasks,
+            server_addr: bound,
+            metrics,
+        })
+    }
+}
+
+/// A running agent.
+#[derive(Debug)]
+pub struct AgentHandle {
+    node: watch::Receiver<Option<Node>>,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    server_addr: Option<SocketAddr>,
+    metrics: Arc<Metrics>,
+}
+
+impl AgentHandle {
+    /// Waits until the Node is registered and its first status is written.
+    pub async fn ready(&self) {
+        let mut node = self.node.clone();
+        let _ = node.wait_for(Option::is_some).await;
+    }
+
+    /// The address of the `/healthz` and `/metrics` server, if one was asked for.
+    pub fn server_addr(&self) -> Option<SocketAddr> {
+        self.server_addr
+    }
+
+    /// The agent's metrics in the Prometheus text format.
+    pub fn metrics(&self) -> String {
+        self.metrics.render()
+    }
+
+    /// Stops every part of the agent. Containers keep running in the
+    /// runtime: a new agent picks them up again.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        for task in self.tasks {
+            let abort = task.abort_handle();
+            if tokio::time::timeout(Duration::from_secs(2), task)
+                .await
+                .is_err()
+            {
+                abort.abort();
+            }
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! nodeconform's reference node agent, built on the kubelet's design.
+//!
+//! The agent registers a Node, runs the pods bound to it on any CRI v1
+//! runtime and reports their status to any Kubernetes API server, the way
+//! the upstream kubelet does as a user sees it in `kubectl get pod -o yaml`.
+//! The parts carry the kubelet's names:
+//!
+//! - [`pod_config`] watches the node's pods and emits [`pod_config::PodUpdate`]s;
+//! - [`pleg`] relists the runtime every second and streams its container
+//!   events, emitting [`pleg::Event`]s;
+//! - [`sync_loop`] selects over both, a resync tick and a housekeeping tick,
+//!   and hands work to [`pod_workers`] (one task per pod, coalescing updates);
+//! - a worker runs [`sync_pod`]: it computes the API status ([`pod_status`]),
+//!   hands it to the [`status_manager`] (the only writer of pod statuses, which
+//!   also finalizes deletions), and converges the [`runtime`] (sandbox, init
+//!   containers, app containers, [`backoff`]);
+//! - [`housekeeping`] removes what the runtime still runs for pods the API no
+//!   longer has; [`node_status`] and [`node_lease`] keep the Node and its Lease
+//!   fresh; [`server`] serves `/healthz` and [`metrics`] on 127.0.0.1;
+//!   [`prober`] marks where probes will plug in.
+//!
+//! Tasks own their state and talk over channels; every loop stops on the
+//! shutdown signal of [`AgentHandle::shutdown`]. All periods are in [`Timings`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = kube::Client::try_default().await?;
+//! let agent = nodeconform_agent::Agent::builder(client, "node-1", "unix:///run/fake-cri/cri.sock")
+//!     .root_dir("/var/lib/nodeconform-agent")
+//!     .spawn()
+//!     .await?;
+//! agent.ready().await;
+//! # agent.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+mod agent;
+pub mod backoff;
+pub mod housekeeping;
+pub mod metrics;
+pub mod node_lease;
+pub mod node_status;
+pub mod pleg;
+pub mod pod_config;
+pub mod pod_status;
+pub mod pod_workers;
+pub mod prober;
+pub mod runtime;
+pub mod server;
+pub mod status_manager;
+pub mod sync_loop;
+pub mod sync_pod;
+pub mod timings;
+
+pub use agent::{Agent, AgentBuilder, AgentHandle, Error};
+pub use timings::Timings;

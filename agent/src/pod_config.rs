@@ -1,0 +1,186 @@
+//! Pod config: the pods bound to this node, from an API watch.
+//!
+//! Watches pods with `spec.nodeName=<node>` (kube-rs' watcher: list, then
+//! watch; on a dropped watch or `410 Gone` it relists) and turns the events
+//! into [`PodUpdate`]s: `Add` for a new pod, `Update` for a change, `Delete`
+//! when a graceful deletion was requested (`deletionTimestamp` set), `Remove`
+//! when the object is gone from the API, and `Reconcile` with the complete
+//! set after every (re)list, so that pods deleted while the watch was down
+//! are noticed too.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use tokio::sync::{mpsc, watch};
+
+use crate::metrics::Metrics;
+
+/// What happened to the pods of an update.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// New pods.
+    Add,
+    /// Changed pods.
+    Update,
+    /// Pods whose graceful deletion was requested.
+    Delete,
+    /// Pods gone from the API.
+    Remove,
+    /// The complete set of pods after a (re)list.
+    Reconcile,
+}
+
+/// A batch of pod changes for the sync loop.
+#[derive(Debug, Clone)]
+pub struct PodUpdate {
+    /// What happened.
+    pub op: Op,
+    /// The pods.
+    pub pods: Vec<Arc<Pod>>,
+}
+
+fn uid(pod: &Pod) -> String {
+    pod.metadata.uid.clone().unwrap_or_default()
+}
+
+/// Starts watching the pods bound to `node_name`.
+pub fn spawn(
+    client: kube::Client,
+    node_name: &str,
+    metrics: Arc<Metrics>,
+    tx: mpsc::UnboundedSender<PodUpdate>,
+    mut shutdown: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let api: Api<Pod> = Api::all(client);
+    let config = watcher::Config::default().fields(&format!("spec.nodeName={node_name}"));
+    tokio::spawn(async move {
+        let stream = watcher::watcher(api, config).default_backoff();
+        tokio::pin!(stream);
+        let mut known: HashMap<String, Arc<Pod>> = HashMap::new();
+        let mut listing: Vec<Arc<Pod>> = Vec::new();
+        loop {
+            let event = tokio::select! {
+                e = stream.next() => e,
+                _ = shutdown.changed() => return,
+            };
+            let Some(event) = event else {
+                return;
+            };
+            let event = match event {
+                Ok(e) => e,
+                Err(error) => {
+                    metrics.api_call("watch pods", false);
+                    tracing::warn!(%error, "pod watch failed; relisting");
+                    continue;
+                }
+            };
+            let update = match event {
+                Event::Init => {
+                    metrics.api_call("list pods", true);
+                    listing.clear();
+                    None
+                }
+                Event::InitApply(pod) => {
+                    let pod = Arc::new(pod);
+                    listing.push(pod.clone());
+                    classify(&mut known, pod)
+                }
+                Event::InitDone => {
+                    known = listing.iter().map(|p| (uid(p), p.clone())).collect();
+                    Some(PodUpdate {
+                        op: Op::Reconcile,
+                        pods: std::mem::take(&mut listing),
+                    })
+                }
+                Event::Apply(pod) => classify(&mut known, Arc::new(pod)),
+                Event::Delete(pod) => {
+                    known.remove(&uid(&pod));
+                    Some(PodUpdate {
+                        op: Op::Remove,
+                        pods: vec![Arc::new(pod)],
+                    })
+                }
+            };
+            if let Some(update) = update
+                && tx.send(update).is_err()
+            {
+                return;
+            }
+        }
+    })
+}
+
+/// Whether two versions of a pod differ in more than their status
+/// (`podsDifferSemantically`): the agent's own status writes come back
+/// through the watch and must not trigger another sync.
+pub fn differ_semantically(a: &Pod, b: &Pod) -> bool {
+    a.spec != b.spec
+        || a.metadata.labels != b.metadata.labels
+        || a.metadata.annotations != b.metadata.annotations
+        || a.metadata.deletion_timestamp != b.metadata.deletion_timestamp
+        || a.metadata.deletion_grace_period_seconds != b.metadata.deletion_grace_period_seconds
+        || a.metadata.uid != b.metadata.uid
+}
+
+fn classify(known: &mut HashMap<String, Arc<Pod>>, pod: Arc<Pod>) -> Option<PodUpdate> {
+    let previous = known.insert(uid(&pod), pod.clone());
+    let op = if pod.metadata.deletion_timestamp.is_some() {
+        if previous.is_some_and(|p| !differ_semantically(&p, &pod)) {
+            return None;
+        }
+        Op::Delete
+    } else if let Some(previous) = previous {
+        if !differ_semantically(&previous, &pod) {
+            return None;
+        }
+        Op::Update
+    } else {
+        Op::Add
+    };
+    Some(PodUpdate {
+        op,
+        pods: vec![pod],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(uid: &str, deleting: bool) -> Arc<Pod> {
+        let mut p = Pod::default();
+        p.metadata.uid = Some(uid.into());
+        if deleting {
+            p.metadata.deletion_timestamp =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+                ));
+        }
+        Arc::new(p)
+    }
+
+    #[test]
+    fn classifies_add_update_delete() {
+        let mut known = HashMap::new();
+        let op = |u: Option<PodUpdate>| u.map(|u| u.op);
+        assert_eq!(op(classify(&mut known, pod("a", false))), Some(Op::Add));
+        assert_eq!(
+            op(classify(&mut known, pod("a", false))),
+            None,
+            "status-only change"
+        );
+        let mut relabeled = (*pod("a", false)).clone();
+        relabeled.metadata.labels = Some([("x".to_owned(), "y".to_owned())].into());
+        assert_eq!(
+            op(classify(&mut known, Arc::new(relabeled))),
+            Some(Op::Update)
+        );
+        assert_eq!(op(classify(&mut known, pod("a", true))), Some(Op::Delete));
+        assert_eq!(op(classify(&mut known, pod("a", true))), None);
+    }
+}

@@ -1,0 +1,1099 @@
+//! The API pod status computed from the runtime's view of a pod — the
+//! kubelet's `generateAPIPodStatus`, `convertToAPIContainerStatuses`,
+//! `getPhase` and the condition generators of `pkg/kubelet/status`.
+//!
+//! Everything here is a pure function of the pod, its runtime status, the
+//! reasons recorded by the last sync (`reasonCache`) and the previous status.
+//! `lastTransitionTime` and `startTime` are filled in by the status manager.
+
+use std::collections::{BTreeMap, HashMap};
+
+use k8s_openapi::api::core::v1::{
+    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated,
+    ContainerStateWaiting, ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::runtime::{self, ContainerState as RtState};
+
+/// Pod phase `Pending`.
+pub const PENDING: &str = "Pending";
+/// Pod phase `Running`.
+pub const RUNNING: &str = "Running";
+/// Pod phase `Succeeded`.
+pub const SUCCEEDED: &str = "Succeeded";
+/// Pod phase `Failed`.
+pub const FAILED: &str = "Failed";
+
+/// Condition types the agent owns (`PodConditionByKubelet`).
+pub const KUBELET_CONDITIONS: [&str; 5] = [
+    "PodReadyToStartContainers",
+    "Initialized",
+    "Ready",
+    "ContainersReady",
+    "PodScheduled",
+];
+
+/// Why a container is waiting, as the last sync recorded it (the kubelet's reason cache).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason {
+    /// `waiting.reason`, e.g. `CrashLoopBackOff`, `ErrImagePull`.
+    pub reason: String,
+    /// `waiting.message`.
+    pub message: String,
+}
+
+/// What the status is computed from.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    /// The pod as the API has it.
+    pub pod: &'a Pod,
+    /// What the runtime knows about it.
+    pub runtime: &'a runtime::PodStatus,
+    /// Container start failures from the last sync, by container name.
+    pub reasons: &'a HashMap<String, Reason>,
+    /// The previous status: the status manager's, else the API's.
+    pub old: &'a PodStatus,
+    /// Whether the pod is being terminated and none of its containers run any more.
+    pub terminal: bool,
+    /// The node's IP (`hostIP`).
+    pub host_ip: Option<&'a str>,
+    /// The runtime name, the prefix of container IDs (`containerd://…`).
+    pub runtime_name: &'a str,
+    /// Probe results `(ready, started)` of probed running containers, by name.
+    pub probes: &'a crate::prober::Results,
+}
+
+/// Whether `phase` is `Succeeded` or `Failed`.
+pub fn is_terminal_phase(phase: Option<&str>) -> bool {
+    matches!(phase, Some(SUCCEEDED | FAILED))
+}
+
+fn restart_policy(pod: &Pod) -> &str {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.restart_policy.as_deref())
+        .unwrap_or("Always")
+}
+
+fn init_containers(pod: &Pod) -> &[Container] {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.init_containers.as_deref())
+        .unwrap_or_default()
+}
+
+fn app_containers(pod: &Pod) -> &[Container] {
+    pod.spec.as_ref().map_or(&[], |s| s.containers.as_slice())
+}
+
+/// `ShouldContainerBeRestarted`: whether the next sync starts this container again.
+pub fn should_restart(container: &Container, pod: &Pod, rt: &runtime::PodStatus) -> bool {
+    if pod.metadata.deletion_timestamp.is_some() {
+        return false;
+    }
+    let Some(status) = rt.latest(&container.name) else {
+        return true;
+    };
+    match status.state {
+        RtState::Running => false,
+        RtState::Unknown | RtState::Created => true,
+        RtState::Exited => match restart_policy(pod) {
+            "Never" => false,
+            "OnFailure" => status.exit_code != 0,
+            _ => true,
+        },
+    }
+}
+
+fn time(nanos: i64) -> Option<Time> {
+    (nanos > 0).then(|| Time(runtime::timestamp(nanos)))
+}
+
+fn convert_container(
+    cs: &runtime::Container,
+    old: Option<&ContainerStatus>,
+    prefix: &str,
+) -> ContainerStatus {
+    let cid = format!("{prefix}://{}", cs.id);
+    let mut status = ContainerStatus {
+        name: cs.name.clone(),
+        restart_count: cs.restart_count,
+        image: cs.image.clone(),
+        image_id: cs.image_ref.clone(),
+        container_id: Some(cid.clone()),
+        ..Default::default()
+    };
+    status.state = Some(match cs.state {
+        RtState::Running => ContainerState {
+            running: Some(ContainerStateRunning {
+                started_at: time(cs.started_at),
+            }),
+            ..Default::default()
+        },
+        RtState::Created => ContainerState {
+            waiting: Some(ContainerStateWaiting::default()),
+            ..Default::default()
+        },
+        RtState::Exited => ContainerState {
+            terminated: Some(ContainerStateTerminated {
+                exit_code: cs.exit_code,
+                reason: Some(cs.reason.clone()).filter(|r| !r.is_empty()),
+                message: Some(cs.message.clone()).filter(|m| !m.is_empty()),
+                started_at: time(cs.started_at),
+                finished_at: time(cs.finished_at),
+                container_id: Some(cid),
+                signal: None,
+            }),
+            ..Default::default()
+        },
+        RtState::Unknown
+            if old.is_some_and(|o| o.state.as_ref().is_some_and(|s| s.running.is_some())) =>
+        {
+            status.restart_count = old.map_or(0, |o| o.restart_count) + 1;
+            ContainerState {
+                terminated: Some(ContainerStateTerminated {
+                    exit_code: 137,
+                    reason: Some("ContainerStatusUnknown".into()),
+                    message: Some(
+                        "The container could not be located when the pod was terminated".into(),
+                    ),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }
+        }
+        RtState::Unknown => ContainerState {
+            waiting: Some(ContainerStateWaiting::default()),
+            ..Default::default()
+        },
+    });
+    status
+}
+
+fn waiting(reason: &str) -> ContainerState {
+    ContainerState {
+        waiting: Some(ContainerStateWaiting {
+            reason: Some(reason.to_owned()),
+            message: None,
+        }),
+        ..Default::default()
+    }
+}
+
+fn state_of(s: &ContainerStatus) -> (bool, bool, bool) {
+    let st = s.state.as_ref();
+    (
+        st.is_some_and(|s| s.running.is_some()),
+        st.is_some_and(|s| s.terminated.is_some()),
+        st.is_some_and(|s| s.waiting.is_some()),
+    )
+}
+
+/// `convertToAPIContainerStatuses` for one list (app or init containers).
+fn convert_statuses(
+    input: &Input<'_>,
+    previous: &[ContainerStatus],
+    containers: &[Container],
+    is_init: bool,
+) -> Vec<ContainerStatus> {
+    let pod = input.pod;
+    let rt = input.runtime;
+    let has_init = !init_containers(pod).is_empty();
+    let old: HashMap<&str, &ContainerStatus> =
+        previous.iter().map(|s| (s.name.as_str(), s)).collect();
+    let default_reason = if has_init {
+        "PodInitializing"
+    } else {
+        "ContainerCreating"
+    };
+    let mut statuses: BTreeMap<String, ContainerStatus> = BTreeMap::new();
+    for c in containers {
+        let mut status = ContainerStatus {
+            name: c.name.clone(),
+            image: c.image.clone().unwrap_or_default(),
+            state: Some(waiting(default_reason)),
+            ..Default::default()
+        };
+        if let Some(o) = old.get(c.name.as_str()) {
+            if o.state.as_ref().is_some_and(|s| s.terminated.is_some()) {
+                status = (*o).clone();
+            } else {
+                status.restart_count = o.restart_count;
+                status.last_state = o.last_state.clone();
+            }
+        }
+        statuses.insert(c.name.clone(), status);
+    }
+    // A container that was running and vanished from the runtime terminated.
+    for c in containers {
+        if rt.latest(&c.name).is_some() {
+            continue;
+        }
+        let Some(o) = old.get(c.name.as_str()) else {
+            continue;
+        };
+        let (running, terminated, _) = state_of(o);
+        if terminated || !running {
+            continue;
+        }
+        let Some(status) = statuses.get_mut(&c.name) else {
+            continue;
+        };
+        let is_default = status
+            .state
+            .as_ref()
+            .and_then(|s| s.waiting.as_ref())
+            .is_some_and(|w| w.reason.as_deref() == Some(default_reason));
+        if !is_default
+            || status
+                .last_state
+                .as_ref()
+                .is_some_and(|s| s.terminated.is_some())
+        {
+            continue;
+        }
+        status.last_state = Some(ContainerState {
+            terminated: Some(ContainerStateTerminated {
+                exit_code: 137,
+                reason: Some("ContainerStatusUnknown".into()),
+                message: Some(
+                    "The container could not be located when the pod was deleted.  The container used to be Running"
+                        .into(),
+                ),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        if pod.metadata.deletion_timestamp.is_none() {
+            status.restart_count += 1;
+        }
+    }
+    // The newest container gives the state, the one before it lastState.
+    let mut seen: HashMap<&str, u32> = HashMap::new();
+    for cs in &rt.containers {
+        if !statuses.contains_key(&cs.name) {
+            continue;
+        }
+        let count = seen.entry(cs.name.as_str()).or_default();
+        if *count >= 2 {
+            continue;
+        }
+        let converted =
+            convert_container(cs, old.get(cs.name.as_str()).copied(), input.runtime_name);
+        if *count == 0 {
+            statuses.insert(cs.name.clone(), converted);
+        } else if let Some(s) = statuses.get_mut(&cs.name) {
+            s.last_state = converted.state;
+        }
+        *count += 1;
+    }
+    // Containers that failed to start, or wait for a restart, are waiting with the recorded reason.
+    for c in containers {
+        if is_init
+            && let Some(s) = rt.latest(&c.name)
+            && s.state == RtState::Exited
+            && s.exit_code == 0
+        {
+            continue;
+        }
+        if !should_restart(c, pod, rt) {
+            continue;
+        }
+        let Some(reason) = input.reasons.get(&c.name) else {
+            continue;
+        };
+        let Some(status) = statuses.get_mut(&c.name) else {
+            continue;
+        };
+        if status
+            .state
+            .as_ref()
+            .is_some_and(|s| s.terminated.is_some())
+        {
+            status.last_state = status.state.take();
+        }
+        status.state = Some(ContainerState {
+            waiting: Some(ContainerStateWaiting {
+                reason: Some(reason.reason.clone()),
+                message: Some(reason.message.clone()).filter(|m| !m.is_empty()),
+            }),
+            ..Default::default()
+        });
+    }
+    // Readiness and started (the prober's `UpdatePodStatus`): a running
+    // container without probes is ready and started, a succeeded init container ready.
+    for status in statuses.values_mut() {
+        let (running, _, _) = state_of(status);
+        let succeeded = status
+            .state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+            .is_some_and(|t| t.exit_code == 0);
+        if is_init {
+            status.ready = succeeded;
+            status.started = Some(running);
+        } else {
+            let (ready, started) = input
+                .probes
+                .get(&status.name)
+                .copied()
+                .unwrap_or((true, true));
+            status.ready = running && ready;
+            status.started = Some(running && started);
+        }
+    }
+    if is_init {
+        containers
+            .iter()
+            .filter_map(|c| statuses.remove(&c.name))
+            .collect()
+    } else {
+        // Sorted by name, like `SortedContainerStatuses`.
+        statuses.into_values().collect()
+    }
+}
+
+/// `getPhase`: the pod phase from the container statuses.
+pub fn get_phase(
+    pod: &Pod,
+    init: &[ContainerStatus],
+    app: &[ContainerStatus],
+    terminal: bool,
+) -> &'static str {
+    let find = |list: &[ContainerStatus], name: &str| list.iter().find(|s| s.name == name).cloned();
+    let mut pending_init = 0;
+    let mut failed_init = 0;
+    for c in init_containers(pod) {
+        let Some(s) = find(init, &c.name) else {
+            pending_init += 1;
+            continue;
+        };
+        let st = s.state.unwrap_or_default();
+        if st.running.is_some() {
+            pending_init += 1;
+        } else if let Some(t) = st.terminated {
+            if t.exit_code != 0 {
+                failed_init += 1;
+            }
+        } else if st.waiting.is_some() {
+            match s.last_state.and_then(|l| l.terminated) {
+                Some(t) if t.exit_code != 0 => failed_init += 1,
+                Some(_) => {}
+                None => pending_init += 1,
+            }
+        } else {
+            pending_init += 1;
+        }
+    }
+    let (mut unknown, mut running, mut waiting_n, mut stopped, mut succeeded) = (0, 0, 0, 0, 0);
+    for c in app_containers(pod) {
+        let Some(s) = find(app, &c.name) else {
+            unknown += 1;
+            continue;
+        };
+        let st = s.state.unwrap_or_default();
+        if st.running.is_some() {
+            running += 1;
+        } else if let Some(t) = st.terminated {
+            stopped += 1;
+            if t.exit_code == 0 {
+                succeeded += 1;
+            }
+        } else if st.waiting.is_some() {
+            if s.last_state.and_then(|l| l.terminated).is_some() {
+                stopped += 1;
+            } else {
+                waiting_n += 1;
+            }
+        } else {
+            unknown += 1;
+        }
+    }
+    let policy = restart_policy(pod);
+    if failed_init > 0 && policy == "Never" {
+        return FAILED;
+    }
+    let any_regular_started = app.iter().any(|s| {
+        let st = s.state.as_ref();
+        st.is_some_and(|st| st.running.is_some() || st.terminated.is_some())
+            || s.last_state
+                .as_ref()
+                .is_some_and(|l| l.terminated.is_some())
+    });
+    if (pending_init > 0 && !any_regular_started) || waiting_n > 0 {
+        return PENDING;
+    }
+    if running > 0 && unknown == 0 {
+        return RUNNING;
+    }
+    if running == 0 && stopped > 0 && unknown == 0 {
+        if terminal {
+            return if stopped == succeeded {
+                SUCCEEDED
+            } else {
+                FAILED
+            };
+        }
+        if policy == "Always" {
+            return RUNNING;
+        }
+        if stopped == succeeded {
+            return SUCCEEDED;
+        }
+        if policy == "Never" {
+            return FAILED;
+        }
+        return RUNNING;
+    }
+    PENDING
+}
+
+fn condition(
+    type_: &str,
+    status: bool,
+    reason: Option<&str>,
+    message: Option<String>,
+) -> PodCondition {
+    PodCondition {
+        type_: type_.to_owned(),
+        status: if status { "True" } else { "False" }.to_owned(),
+        reason: reason.map(str::to_owned),
+        message,
+        ..Default::default()
+    }
+}
+
+fn go_list(names: &[String]) -> String {
+    format!("[{}]", names.join(" "))
+}
+
+/// `GenerateContainersReadyCondition`.
+pub fn containers_ready_condition(pod: &Pod, all: &[ContainerStatus], phase: &str) -> PodCondition {
+    let mut unknown = Vec::new();
+    let mut unready = Vec::new();
+    for c in app_containers(pod) {
+        match all.iter().find(|s| s.name == c.name) {
+            Some(s) if !s.ready => unready.push(c.name.clone()),
+            Some(_) => {}
+            None => unknown.push(c.name.clone()),
+        }
+    }
+    if phase == SUCCEEDED && unknown.is_empty() {
+        return condition("ContainersReady", false, Some("PodCompleted"), None);
+    }
+    if phase == FAILED {
+        return condition("ContainersReady", false, Some("PodFailed"), None);
+    }
+    let mut messages = Vec::new();
+    if !unknown.is_empty() {
+        messages.push(format!(
+            "containers with unknown status: {}",
+            go_list(&unknown)
+        ));
+    }
+    if !unready.is_empty() {
+        messages.push(format!(
+            "containers with unready status: {}",
+            go_list(&unready)
+        ));
+    }
+    if messages.is_empty() {
+        condition("ContainersReady", true, None, None)
+    } else {
+        condition(
+            "ContainersReady",
+            false,
+            Some("ContainersNotReady"),
+            Some(messages.join(", ")),
+        )
+    }
+}
+
+/// `GeneratePodReadyCondition`.
+pub fn ready_condition(
+    pod: &Pod,
+    conditions: &[PodCondition],
+    all: &[ContainerStatus],
+    phase: &str,
+) -> PodCondition {
+    let cr = containers_ready_condition(pod, all, phase);
+    if cr.status != "True" {
+        return PodCondition {
+            type_: "Ready".into(),
+            ..cr
+        };
+    }
+    let mut messages = Vec::new();
+    for gate in pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.readiness_gates.as_deref())
+        .unwrap_or_default()
+    {
+        match conditions.iter().find(|c| c.type_ == gate.condition_type) {
+            None => messages.push(format!(
+                "corresponding condition of pod readiness gate {:?} does not exist.",
+                gate.condition_type
+            )),
+            Some(c) if c.status != "True" => messages.push(format!(
+                "the status of pod readiness gate {:?} is not \"True\", but {}",
+                gate.condition_type, c.status
+            )),
+            Some(_) => {}
+        }
+    }
+    if messages.is_empty() {
+        condition("Ready", true, None, None)
+    } else {
+        condition(
+            "Ready",
+            false,
+            Some("ReadinessGatesNotReady"),
+            Some(messages.join(", ")),
+        )
+    }
+}
+
+/// `GeneratePodInitializedCondition`.
+pub fn initialized_condition(
+    pod: &Pod,
+    init: &[ContainerStatus],
+    app: &[ContainerStatus],
+    phase: &str,
+) -> PodCondition {
+    let mut unknown = Vec::new();
+    let mut incomplete = Vec::new();
+    for c in init_containers(pod) {
+        match init.iter().find(|s| s.name == c.name) {
+            None => unknown.push(c.name.clone()),
+            Some(s) if !s.ready => incomplete.push(c.name.clone()),
+            Some(_) => {}
+        }
+    }
+    if phase == SUCCEEDED && unknown.is_empty() {
+        return condition("Initialized", true, Some("PodCompleted"), None);
+    }
+    let any_regular_started = app.iter().any(|s| {
+        s.state
+            .as_ref()
+            .is_some_and(|st| st.running.is_some() || st.terminated.is_some())
+            || s.last_state
+                .as_ref()
+                .is_some_and(|l| l.terminated.is_some())
+    });
+    if any_regular_started {
+        return condition("Initialized", true, None, None);
+    }
+    let mut messages = Vec::new();
+    if !unknown.is_empty() {
+        messages.push(format!(
+            "containers with unknown status: {}",
+            go_list(&unknown)
+        ));
+    }
+    if !incomplete.is_empty() {
+        messages.push(format!(
+            "containers with incomplete status: {}",
+            go_list(&incomplete)
+        ));
+    }
+    if messages.is_empty() {
+        condition("Initialized", true, None, None)
+    } else {
+        condition(
+            "Initialized",
+            false,
+            Some("ContainersNotInitialized"),
+            Some(messages.join(", ")),
+        )
+    }
+}
+
+/// `GetPodQOS`: `Guaranteed`, `Burstable` or `BestEffort`.
+pub fn qos_class(pod: &Pod) -> &'static str {
+    let containers = app_containers(pod).iter().chain(init_containers(pod));
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in containers {
+        let res = c.resources.clone().unwrap_or_default();
+        let limits = res.limits.unwrap_or_default();
+        let requests = res.requests.unwrap_or_default();
+        let relevant = |k: &String| k == "cpu" || k == "memory";
+        if limits.keys().any(relevant) || requests.keys().any(relevant) {
+            any = true;
+        }
+        for r in ["cpu", "memory"] {
+            match limits.get(r) {
+                Some(l) => {
+                    if requests.get(r).is_some_and(|q| q != l) {
+                        guaranteed = false;
+                    }
+                }
+                None => guaranteed = false,
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// `generateAPIPodStatus` (+ the status manager's `TerminatePod` when `terminal`):
+/// the status to write for the pod, without transition times and `startTime`.
+pub fn generate(input: &Input<'_>) -> PodStatus {
+    let pod = input.pod;
+    let api_status = pod.status.clone().unwrap_or_default();
+    let old = input.old;
+    let mut s = PodStatus::default();
+
+    let sandbox = input.runtime.sandbox();
+    if let Some(ip) = sandbox.and_then(|s| s.ip.clone()) {
+        s.pod_ip = Some(ip.clone());
+        s.pod_ips = Some(vec![PodIP { ip }]);
+    } else {
+        s.pod_ip = old.pod_ip.clone();
+        s.pod_ips = old.pod_ips.clone();
+    }
+    let host_network = pod.spec.as_ref().and_then(|s| s.host_network) == Some(true);
+    if let Some(host_ip) = input.host_ip {
+        s.host_ip = Some(host_ip.to_owned());
+        s.host_ips = Some(vec![HostIP {
+            ip: host_ip.to_owned(),
+        }]);
+        if host_network && s.pod_ip.is_none() {
+            s.pod_ip = Some(host_ip.to_owned());
+            s.pod_ips = Some(vec![PodIP {
+                ip: host_ip.to_owned(),
+            }]);
+        }
+    }
+    s.qos_class = Some(qos_class(pod).to_owned());
+
+    let app = convert_statuses(
+        input,
+        old.container_statuses.as_deref().unwrap_or_default(),
+        app_containers(pod),
+        false,
+    );
+    let init = convert_statuses(
+        input,
+        old.init_container_statuses.as_deref().unwrap_or_default(),
+        init_containers(pod),
+        true,
+    );
+    let mut phase = get_phase(pod, &init, &app, input.terminal);
+    if !is_terminal_phase(Some(phase))
+        && let Some(p) = [old.phase.as_deref(), api_status.phase.as_deref()]
+            .into_iter()
+            .flatten()
+            .find(|p| is_terminal_phase(Some(p)))
+    {
+        phase = if p == SUCCEEDED { SUCCEEDED } else { FAILED };
+    }
+    if let Some(api_phase) = api_status.phase.as_deref()
+        && is_terminal_phase(Some(api_phase))
+        && api_phase != phase
+    {
+        phase = if api_phase == SUCCEEDED {
+            SUCCEEDED
+        } else {
+            FAILED
+        };
+    }
+    let (mut app, mut init) = (app, init);
+    if input.terminal && !is_terminal_phase(Some(phase)) {
+        terminate(&mut app, &mut init);
+        phase = FAILED;
+    }
+    s.phase = Some(phase.to_owned());
+    if old.phase.as_deref() == Some(phase) {
+        s.reason = old.reason.clone();
+        s.message = old.message.clone();
+    }
+
+    let mut conditions: Vec<PodCondition> = api_status
+        .conditions
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| !KUBELET_CONDITIONS.contains(&c.type_.as_str()))
+        .collect();
+    let sandbox_ok = sandbox.is_some_and(|sb| sb.ready && (sb.ip.is_some() || host_network))
+        && input.runtime.sandboxes.iter().filter(|s| s.ready).count() == 1;
+    conditions.push(condition(
+        "PodReadyToStartContainers",
+        sandbox_ok,
+        None,
+        None,
+    ));
+    let all: Vec<ContainerStatus> = init.iter().chain(app.iter()).cloned().collect();
+    conditions.push(initialized_condition(pod, &init, &app, phase));
+    let ready = ready_condition(pod, &conditions, &all, phase);
+    conditions.push(ready);
+    conditions.push(containers_ready_condition(pod, &all, phase));
+    conditions.push(condition("PodScheduled", true, None, None));
+    s.conditions = Some(conditions);
+    s.container_statuses = Some(app);
+    s.init_container_statuses = (!init.is_empty()).then_some(init);
+    s
+}
+
+/// The status manager's `TerminatePod`: once a pod has initialized, a
+/// container with no terminated state is reported as terminated with
+/// `ContainerStatusUnknown` (the pod phase becomes `Failed`).
+fn terminate(app: &mut [ContainerStatus], init: &mut [ContainerStatus]) {
+    let unknown = || ContainerState {
+        terminated: Some(ContainerStateTerminated {
+            exit_code: 137,
+            reason: Some("ContainerStatusUnknown".into()),
+            message: Some("The container could not be located when the pod was terminated".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let initialized = app.iter().any(|s| {
+        s.state
+            .as_ref()
+            .is_some_and(|st| st.running.is_some() || st.terminated.is_some())
+            || s.last_state
+                .as_ref()
+                .is_some_and(|l| l.terminated.is_some())
+    });
+    if initialized {
+        for s in app.iter_mut() {
+            if s.state.as_ref().is_none_or(|st| st.terminated.is_none()) {
+                s.state = Some(unknown());
+                s.ready = false;
+                s.started = Some(false);
+            }
+        }
+    }
+    // Init containers before the last one that started are marked failed if they have no terminated state.
+    let last_started = init.iter().rposition(|s| {
+        s.state
+            .as_ref()
+            .is_some_and(|st| st.running.is_some() || st.terminated.is_some())
+    });
+    if let Some(last) = last_started {
+        for s in init.iter_mut().take(last + 1) {
+            if s.state.as_ref().is_none_or(|st| st.terminated.is_none()) {
+                s.state = Some(unknown());
+                s.ready = false;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{Container as RtContainer, Sandbox};
+
+    fn pod(policy: &str, init: &[&str], app: &[&str]) -> Pod {
+        let mk = |n: &&str| Container {
+            name: (*n).to_owned(),
+            image: Some("busybox".into()),
+            ..Default::default()
+        };
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("p".into());
+        pod.metadata.namespace = Some("ns".into());
+        pod.metadata.uid = Some("uid-1".into());
+        let spec = pod.spec.get_or_insert_default();
+        spec.restart_policy = Some(policy.into());
+        spec.containers = app.iter().map(mk).collect();
+        if !init.is_empty() {
+            spec.init_containers = Some(init.iter().map(mk).collect());
+        }
+        pod
+    }
+
+    fn sandbox() -> Sandbox {
+        Sandbox {
+            id: "sb".into(),
+            ready: true,
+            created_at: 1,
+            attempt: 0,
+            ip: Some("10.88.0.2".into()),
+        }
+    }
+
+    fn ctr(name: &str, state: RtState, exit: i32, restarts: i32, created: i64) -> RtContainer {
+        RtContainer {
+            id: format!("{name}-{restarts}"),
+            sandbox_id: "sb".into(),
+            name: name.into(),
+            state,
+            created_at: created,
+            started_at: created * 1_000_000_000,
+            finished_at: if state == RtState::Exited {
+                (created + 1) * 1_000_000_000
+            } else {
+                0
+            },
+            exit_code: exit,
+            reason: match (state, exit) {
+                (RtState::Exited, 0) => "Completed".into(),
+                (RtState::Exited, _) => "Error".into(),
+                _ => String::new(),
+            },
+            message: String::new(),
+            image: "docker.io/library/busybox:latest".into(),
+            image_ref: "sha256:abc".into(),
+            restart_count: restarts,
+        }
+    }
+
+    fn compute(pod: &Pod, rt: &runtime::PodStatus, terminal: bool) -> PodStatus {
+        compute_with(pod, rt, &HashMap::new(), terminal)
+    }
+
+    fn compute_with(
+        pod: &Pod,
+        rt: &runtime::PodStatus,
+        reasons: &HashMap<String, Reason>,
+        terminal: bool,
+    ) -> PodStatus {
+        generate(&Input {
+            pod,
+            runtime: rt,
+            reasons,
+            old: &PodStatus::default(),
+            terminal,
+            host_ip: Some("192.168.1.10"),
+            runtime_name: "fake",
+            probes: &crate::prober::Results::new(),
+        })
+    }
+
+    fn cond<'a>(s: &'a PodStatus, t: &str) -> &'a PodCondition {
+        s.conditions
+            .as_ref()
+            .and_then(|c| c.iter().find(|c| c.type_ == t))
+            .expect("condition present")
+    }
+
+    fn state(s: &PodStatus, name: &str) -> ContainerState {
+        s.container_statuses
+            .as_ref()
+            .and_then(|l| l.iter().find(|c| c.name == name))
+            .and_then(|c| c.state.clone())
+            .expect("container status")
+    }
+
+    #[test]
+    fn first_status_is_container_creating() {
+        let p = pod("Always", &[], &["c"]);
+        let s = compute(&p, &runtime::PodStatus::default(), false);
+        assert_eq!(s.phase.as_deref(), Some(PENDING));
+        assert_eq!(
+            state(&s, "c").waiting.and_then(|w| w.reason).as_deref(),
+            Some("ContainerCreating")
+        );
+        let ready = cond(&s, "Ready");
+        assert_eq!(ready.status, "False");
+        assert_eq!(ready.reason.as_deref(), Some("ContainersNotReady"));
+        assert_eq!(
+            ready.message.as_deref(),
+            Some("containers with unready status: [c]")
+        );
+        assert_eq!(cond(&s, "Initialized").status, "True");
+        assert_eq!(cond(&s, "PodScheduled").status, "True");
+        assert_eq!(cond(&s, "PodReadyToStartContainers").status, "False");
+        assert_eq!(s.host_ip.as_deref(), Some("192.168.1.10"));
+        assert_eq!(s.qos_class.as_deref(), Some("BestEffort"));
+    }
+
+    #[test]
+    fn running_is_ready() {
+        let p = pod("Always", &[], &["c"]);
+        let rt = runtime::PodStatus {
+            sandboxes: vec![sandbox()],
+            containers: vec![ctr("c", RtState::Running, 0, 0, 5)],
+        };
+        let s = compute(&p, &rt, false);
+        assert_eq!(s.phase.as_deref(), Some(RUNNING));
+        assert_eq!(cond(&s, "Ready").status, "True");
+        assert_eq!(cond(&s, "ContainersReady").status, "True");
+        assert_eq!(cond(&s, "PodReadyToStartContainers").status, "True");
+        let cs = &s.container_statuses.as_ref().unwrap()[0];
+        assert!(cs.ready);
+        assert_eq!(cs.started, Some(true));
+        assert_eq!(cs.container_id.as_deref(), Some("fake://c-0"));
+        assert_eq!(s.pod_ip.as_deref(), Some("10.88.0.2"));
+    }
+
+    #[test]
+    fn phase_per_restart_policy_after_failure() {
+        // Exit 3 on the only run.
+        for (policy, phase) in [
+            ("Never", FAILED),
+            ("OnFailure", RUNNING),
+            ("Always", RUNNING),
+        ] {
+            let p = pod(policy, &[], &["c"]);
+            let rt = runtime::PodStatus {
+                sandboxes: vec![sandbox()],
+                containers: vec![ctr("c", RtState::Exited, 3, 0, 5)],
+            };
+            let s = compute(&p, &rt, false);
+            assert_eq!(s.phase.as_deref(), Some(phase), "{policy}");
+            let t = state(&s, "c").terminated.expect("terminated");
+            assert_eq!(t.exit_code, 3);
+            assert_eq!(t.reason.as_deref(), Some("Error"));
+        }
+    }
+
+    #[test]
+    fn phase_per_restart_policy_after_success() {
+        for (policy, phase) in [
+            ("Never", SUCCEEDED),
+            ("OnFailure", SUCCEEDED),
+            ("Always", RUNNING),
+        ] {
+            let p = pod(policy, &[], &["c"]);
+            let rt = runtime::PodStatus {
+                sandboxes: vec![sandbox()],
+                containers: vec![ctr("c", RtState::Exited, 0, 0, 5)],
+            };
+            let s = compute(&p, &rt, false);
+            assert_eq!(s.phase.as_deref(), Some(phase), "{policy}");
+            if phase == SUCCEEDED {
+                assert_eq!(cond(&s, "Ready").reason.as_deref(), Some("PodCompleted"));
+                assert_eq!(
+                    cond(&s, "Initialized").reason.as_deref(),
+                    Some("PodCompleted")
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn crash_loop_shows_waiting_with_last_state() {
+        let p = pod("Always", &[], &["c"]);
+        let rt = runtime::PodStatus {
+            sandboxes: vec![sandbox()],
+            containers: vec![
+                ctr("c", RtState::Exited, 1, 1, 7),
+                ctr("c", RtState::Exited, 1, 0, 5),
+            ],
+        };
+        let reasons = HashMap::from([(
+            "c".to_owned(),
+            Reason {
+                reason: "CrashLoopBackOff".into(),
+                message: "back-off 10s restarting failed container=c pod=p_ns(uid-1)".into(),
+            },
+        )]);
+        let s = compute_with(&p, &rt, &reasons, false);
+        let cs = &s.container_statuses.as_ref().unwrap()[0];
+        assert_eq!(cs.restart_count, 1);
+        assert_eq!(
+            cs.state
+                .as_ref()
+                .and_then(|s| s.waiting.as_ref())
+                .and_then(|w| w.reason.as_deref()),
+            Some("CrashLoopBackOff")
+        );
+        assert_eq!(
+            cs.last_state
+                .as_ref()
+                .and_then(|s| s.terminated.as_ref())
+                .map(|t| t.exit_code),
+            Some(1)
+        );
+        assert_eq!(s.phase.as_deref(), Some(RUNNING));
+        assert!(!cs.ready);
+    }
+
+    #[test]
+    fn init_containers_gate_the_app() {
+        let p = pod("Always", &["i1", "i2"], &["c"]);
+        let rt = runtime::PodStatus {
+            sandboxes: vec![sandbox()],
+            containers: vec![ctr("i1", RtState::Running, 0, 0, 5)],
+        };
+        let s = compute(&p, &rt, false);
+        assert_eq!(s.phase.as_deref(), Some(PENDING));
+        let init = cond(&s, "Initialized");
+        assert_eq!(init.status, "False");
+        assert_eq!(init.reason.as_deref(), Some("ContainersNotInitialized"));
+        assert_eq!(
+            init.message.as_deref(),
+            Some("containers with incomplete status: [i1 i2]")
+        );
+        assert_eq!(
+            state(&s, "c").waiting.and_then(|w| w.reason).as_deref(),
+            Some("PodInitializing")
+        );
+        let init_statuses = s.init_container_statuses.unwrap();
+        assert_eq!(init_statuses[0].name, "i1");
+        assert_eq!(init_statuses[1].name, "i2");
+    }
+
+    #[test]
+    fn failed_init_under_never_fails_the_pod() {
+        let p = pod("Never", &["i1"], &["c"]);
+        let rt = runtime::PodStatus {
+            sandboxes: vec![sandbox()],
+            containers: vec![ctr("i1", RtState::Exited, 1, 0, 5)],
+        };
+        let s = compute(&p, &rt, false);
+        assert_eq!(s.phase.as_deref(), Some(FAILED));
+        assert_eq!(cond(&s, "Ready").reason.as_deref(), Some("PodFailed"));
+        assert_eq!(
+            cond(&s, "Initialized").reason.as_deref(),
+            Some("ContainersNotInitialized")
+        );
+    }
+
+    #[test]
+    fn deleted_pending_pod_fails() {
+        let p = pod("Always", &[], &["c"]);
+        let s = compute(&p, &runtime::PodStatus::default(), true);
+        assert_eq!(s.phase.as_deref(), Some(FAILED));
+    }
+
+    #[test]
+    fn deleted_running_pod_phase_from_exit_codes() {
+        for (exit, phase) in [(0, SUCCEEDED), (137, FAILED)] {
+            let p = pod("Always", &[], &["c"]);
+            let rt = runtime::PodStatus {
+                sandboxes: vec![sandbox()],
+                containers: vec![ctr("c", RtState::Exited, exit, 0, 5)],
+            };
+            let s = compute(&p, &rt, true);
+            assert_eq!(s.phase.as_deref(), Some(phase));
+        }
+    }
+
+    #[test]
+    fn terminal_phase_is_sticky() {
+        let mut p = pod("Always", &[], &["c"]);
+        p.status = Some(PodStatus {
+            phase: Some(SUCCEEDED.into()),
+            ..Default::default()
+        });
+        let rt = runtime::PodStatus {
+            sandboxes: vec![sandbox()],
+            containers: vec![ctr("c", RtState::Running, 0, 0, 5)],
+        };
+        assert_eq!(compute(&p, &rt, false).phase.as_deref(), Some(SUCCEEDED));
+    }
+
+    #[test]
+    fn foreign_conditions_are_kept() {
+        let mut p = pod("Always", &[], &["c"]);
+        p.status = Some(PodStatus {
+            conditions: Some(vec![condition("example.com/gate", true, None, None)]),
+            ..Default::default()
+        });
+        let s = compute(&p, &runtime::PodStatus::default(), false);
+        assert_eq!(cond(&s, "example.com/gate").status, "True");
+    }
+}

@@ -1,0 +1,420 @@
+//! Pod workers: one task per pod, fed through a single-slot mailbox.
+//!
+//! An update for a busy worker replaces the worker's pending update
+//! (coalescing: the latest spec wins), but a kill is never replaced by a
+//! non-kill update, and of two kills the shorter grace period wins
+//! ([`coalesce`]). A worker syncs its pod until the pod must stop (deleted,
+//! removed from the API, or terminal), then kills it once, reports the final
+//! status, and waits to be forgotten; when forgotten it removes the pod's
+//! containers and sandboxes from the runtime.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::time::Instant;
+
+use crate::sync_pod::{self, Context, Outcome, PodState};
+
+/// What a worker is asked to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Converge the runtime to the spec and report the status.
+    Sync,
+    /// Stop every container with this grace period and report the final status.
+    Kill {
+        /// The grace period for `StopContainer`.
+        grace: Duration,
+    },
+}
+
+/// One update for a pod worker.
+#[derive(Debug, Clone)]
+pub struct Update {
+    /// What to do.
+    pub kind: Kind,
+    /// The latest pod from the API.
+    pub pod: Arc<Pod>,
+}
+
+/// Merges an incoming update into the pending one: the latest pod wins, a
+/// kill is never replaced by a sync, and the shortest grace period wins.
+pub fn coalesce(pending: Option<Update>, incoming: Update) -> Update {
+    let Some(pending) = pending else {
+        return incoming;
+    };
+    match (pending.kind, incoming.kind) {
+        (Kind::Kill { grace: a }, Kind::Kill { grace: b }) => Update {
+            kind: Kind::Kill { grace: a.min(b) },
+            pod: incoming.pod,
+        },
+        (Kind::Kill { .. }, Kind::Sync) => Update {
+            kind: pending.kind,
+            pod: incoming.pod,
+        },
+        (Kind::Sync, _) => incoming,
+    }
+}
+
+/// A worker's mailbox: one pending update and a wake-up.
+#[derive(Debug, Default)]
+struct Slot {
+    pending: Mutex<Option<Update>>,
+    notify: Notify,
+    closed: AtomicBool,
+}
+
+impl Slot {
+    fn put(&self, update: Update) {
+        {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let merged = coalesce(pending.take(), update);
+            *pending = Some(merged);
+        }
+        self.notify.notify_one();
+    }
+
+    fn take(&self) -> Option<Update> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.notify.notify_one();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+}
+
+/// Sent by a worker when its pod finished terminating.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Done {
+    /// The pod UID.
+    pub uid: String,
+}
+
+/// One worker: its mailbox and its task.
+#[derive(Debug)]
+struct Worker {
+    slot: Arc<Slot>,
+    task: tokio::task::AbortHandle,
+}
+
+/// The set of pod workers, owned by the sync loop. Dropping it (the sync
+/// loop ending on shutdown) aborts every worker task.
+#[derive(Debug)]
+pub struct PodWorkers {
+    ctx: Context,
+    workers: HashMap<String, Worker>,
+    done: mpsc::UnboundedSender<Done>,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl PodWorkers {
+    /// Workers that report finished terminations on `done`.
+    pub fn new(
+        ctx: Context,
+        done: mpsc::UnboundedSender<Done>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Self {
+        Self {
+            ctx,
+            workers: HashMap::new(),
+            done,
+            shutdown,
+        }
+    }
+
+    /// Hands `update` to the worker of `uid`, starting one if needed.
+    pub fn update(&mut self, uid: &str, update: Update) {
+        let worker = self.workers.entry(uid.to_owned()).or_insert_with(|| {
+            let slot = Arc::new(Slot::default());
+            self.ctx.metrics.pod_workers_add(1);
+            let task = tokio::spawn(run(
+                self.ctx.clone(),
+                uid.to_owned(),
+                slot.clone(),
+                self.done.clone(),
+                self.shutdown.clone(),
+            ));
+            Worker {
+                slot,
+                task: task.abort_handle(),
+            }
+        });
+        worker.slot.put(update);
+    }
+
+    /// Whether `uid` has a worker.
+    pub fn contains(&self, uid: &str) -> bool {
+        self.workers.contains_key(uid)
+    }
+
+    /// The UIDs that have workers.
+    pub fn uids(&self) -> impl Iterator<Item = &String> {
+        self.workers.keys()
+    }
+
+    /// Stops and forgets the worker of `uid`; it removes the pod's runtime objects on its way out.
+    pub fn forget(&mut self, uid: &str) {
+        if let Some(worker) = self.workers.remove(uid) {
+            worker.slot.close();
+            self.ctx.metrics.pod_workers_add(-1);
+        }
+    }
+}
+
+impl Drop for PodWorkers {
+    fn drop(&mut self) {
+        for worker in self.workers.values() {
+            worker.task.abort();
+        }
+        self.ctx
+            .metrics
+            .pod_workers_add(-i64::try_from(self.workers.len()).unwrap_or(0));
+    }
+}
+
+/// Where a worker's pod is in its life (`PodWorkerState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Syncing,
+    Terminating,
+    Terminated,
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Grace period for killing `pod` (`calculateEffectiveGracePeriod`): the
+/// deletion's when positive, else the spec's, else 30 s; never under 1 s.
+/// A force deletion (grace 0) thus stops containers with the spec's period,
+/// like upstream.
+pub fn grace_period(pod: &Pod) -> Duration {
+    let spec = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.termination_grace_period_seconds)
+        .unwrap_or(30);
+    let secs = pod
+        .metadata
+        .deletion_grace_period_seconds
+        .filter(|g| *g > 0)
+        .unwrap_or(spec)
+        .max(1);
+    Duration::from_secs(u64::try_from(secs).unwrap_or(1))
+}
+
+/// The worker loop of one pod.
+async fn run(
+    ctx: Context,
+    uid: String,
+    slot: Arc<Slot>,
+    done: mpsc::UnboundedSender<Done>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut state = PodState::new(&ctx.timings);
+    let mut phase = Phase::Syncing;
+    let mut wake: Option<Instant> = None;
+    let mut last: Option<Update> = None;
+    loop {
+        let update = tokio::select! {
+            _ = slot.notify.notified() => slot.take(),
+            _ = sleep_until(wake) => {
+                wake = None;
+                last.clone()
+            }
+            _ = shutdown.changed() => return,
+        };
+        if slot.is_closed() {
+            if let Some(pod) = last.as_ref().map(|u| u.pod.clone()) {
+                Box::pin(sync_pod::cleanup(&ctx, &pod)).await;
+            }
+            return;
+        }
+        let Some(update) = update else {
+            continue;
+        };
+        last = Some(update.clone());
+        let pod = update.pod;
+        let kill = match (phase, update.kind) {
+            (Phase::Syncing, Kind::Sync) => {
+                let started = std::time::Instant::now();
+                // Boxed: an idle worker then holds a small future, not the whole sync state machine.
+                let result = Box::pin(sync_pod::sync(&ctx, &mut state, &pod)).await;
+                ctx.metrics.pod_sync(started.elapsed());
+                match result {
+                    Ok(Outcome::Continue { wake_at }) => {
+                        wake = wake_at;
+                        None
+                    }
+                    Ok(Outcome::Terminal) => Some(grace_period(&pod)),
+                    Err(error) => {
+                        tracing::warn!(%uid, %error, "pod sync failed; will retry");
+                        wake = Some(
+                            Instant::now()
+                                + ctx
+                                    .timings
+                                    .pleg_relist_period
+                                    .max(Duration::from_millis(100)),
+                        );
+                        None
+                    }
+                }
+            }
+            (Phase::Terminated, Kind::Sync) if pod.metadata.deletion_timestamp.is_none() => None,
+            (_, Kind::Kill { grace }) => Some(grace),
+            (Phase::Terminating | Phase::Terminated, Kind::Sync) => Some(grace_period(&pod)),
+        };
+        let Some(grace) = kill else {
+            continue;
+        };
+        phase = Phase::Terminating;
+        tracing::debug!(%uid, ?grace, "killing pod");
+        let started = std::time::Instant::now();
+        let result = Box::pin(sync_pod::kill(&ctx, &mut state, &pod, grace)).await;
+        ctx.metrics.pod_sync(started.elapsed());
+        match result {
+            Ok(()) => {
+                phase = Phase::Terminated;
+                wake = None;
+                last = Some(Update {
+                    kind: Kind::Sync,
+                    pod,
+                });
+                let _ = done.send(Done { uid: uid.clone() });
+            }
+            Err(error) => {
+                tracing::warn!(%uid, error = ?error, "killing pod failed; will retry");
+                wake = Some(Instant::now() + Duration::from_secs(1));
+                last = Some(Update {
+                    kind: Kind::Kill { grace },
+                    pod,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str) -> Arc<Pod> {
+        let mut p = Pod::default();
+        p.metadata.name = Some(name.into());
+        Arc::new(p)
+    }
+
+    fn name(u: &Update) -> &str {
+        u.pod.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    const S: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn latest_sync_wins() {
+        let a = Update {
+            kind: Kind::Sync,
+            pod: pod("v1"),
+        };
+        let b = Update {
+            kind: Kind::Sync,
+            pod: pod("v2"),
+        };
+        let merged = coalesce(Some(a), b);
+        assert_eq!(merged.kind, Kind::Sync);
+        assert_eq!(name(&merged), "v2");
+    }
+
+    #[test]
+    fn kill_is_never_replaced_by_sync() {
+        let kill = Update {
+            kind: Kind::Kill { grace: 5 * S },
+            pod: pod("v1"),
+        };
+        let sync = Update {
+            kind: Kind::Sync,
+            pod: pod("v2"),
+        };
+        let merged = coalesce(Some(kill), sync);
+        assert_eq!(merged.kind, Kind::Kill { grace: 5 * S });
+        assert_eq!(name(&merged), "v2", "the pod still updates");
+    }
+
+    #[test]
+    fn kill_replaces_sync_and_shortest_grace_wins() {
+        let sync = Update {
+            kind: Kind::Sync,
+            pod: pod("v1"),
+        };
+        let kill30 = Update {
+            kind: Kind::Kill { grace: 30 * S },
+            pod: pod("v2"),
+        };
+        let merged = coalesce(Some(sync), kill30);
+        assert_eq!(merged.kind, Kind::Kill { grace: 30 * S });
+        let kill1 = Update {
+            kind: Kind::Kill { grace: S },
+            pod: pod("v3"),
+        };
+        let merged = coalesce(Some(merged), kill1);
+        assert_eq!(merged.kind, Kind::Kill { grace: S });
+        let kill10 = Update {
+            kind: Kind::Kill { grace: 10 * S },
+            pod: pod("v4"),
+        };
+        assert_eq!(coalesce(Some(merged), kill10).kind, Kind::Kill { grace: S });
+    }
+
+    #[test]
+    fn slot_keeps_one_pending_update() {
+        let slot = Slot::default();
+        slot.put(Update {
+            kind: Kind::Sync,
+            pod: pod("v1"),
+        });
+        slot.put(Update {
+            kind: Kind::Kill { grace: S },
+            pod: pod("v2"),
+        });
+        slot.put(Update {
+            kind: Kind::Sync,
+            pod: pod("v3"),
+        });
+        let u = slot.take().expect("pending update");
+        assert_eq!(u.kind, Kind::Kill { grace: S });
+        assert_eq!(name(&u), "v3");
+        assert!(slot.take().is_none());
+    }
+
+    #[test]
+    fn grace_period_sources() {
+        let mut p = Pod::default();
+        assert_eq!(grace_period(&p), 30 * S);
+        p.spec
+            .get_or_insert_default()
+            .termination_grace_period_seconds = Some(10);
+        assert_eq!(grace_period(&p), 10 * S);
+        p.metadata.deletion_grace_period_seconds = Some(5);
+        assert_eq!(grace_period(&p), 5 * S);
+        p.metadata.deletion_grace_period_seconds = Some(0);
+        assert_eq!(
+            grace_period(&p),
+            10 * S,
+            "force deletion falls back to the spec"
+        );
+    }
+}

@@ -1,0 +1,350 @@
+//! The prober: startup, liveness and readiness probes of running containers
+//! (the kubelet's `prober` workers and results managers).
+//!
+//! A pod worker owns one [`Prober`]. It tracks the running container of
+//! each name, runs the probes that are due (exec via CRI `ExecSync`,
+//! `tcpSocket` and `httpGet` by connecting to the pod IP, `grpc` is not
+//! supported and counts as success), and turns consecutive results into a
+//! state with the probe's success and failure thresholds. Readiness starts
+//! `false`, liveness `true`, startup `false`; liveness and readiness wait for
+//! the startup probe to succeed. A failed liveness or startup probe asks the
+//! worker to kill the container, which the restart policy then restarts.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Pod, Probe};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use tokio::time::Instant;
+
+use crate::runtime::{self, ContainerState, Runtime};
+
+/// Which probes a container declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Declared {
+    /// A startup probe.
+    pub startup: bool,
+    /// A liveness probe.
+    pub liveness: bool,
+    /// A readiness probe.
+    pub readiness: bool,
+}
+
+/// The probes `container` declares.
+pub fn declared(container: &k8s_openapi::api::core::v1::Container) -> Declared {
+    Declared {
+        startup: container.startup_probe.is_some(),
+        liveness: container.liveness_probe.is_some(),
+        readiness: container.readiness_probe.is_some(),
+    }
+}
+
+/// One probe of one container.
+#[derive(Debug, Clone)]
+struct ProbeState {
+    spec: Probe,
+    result: bool,
+    successes: i32,
+    failures: i32,
+    next: Instant,
+}
+
+impl ProbeState {
+    fn new(spec: Probe, initial: bool, started_at: Instant) -> Self {
+        let delay = secs(spec.initial_delay_seconds, 0);
+        Self {
+            spec,
+            result: initial,
+            successes: 0,
+            failures: 0,
+            next: started_at + delay,
+        }
+    }
+
+    fn period(&self) -> Duration {
+        secs(self.spec.period_seconds, 10)
+    }
+
+    /// Records one result; returns true if the state changed.
+    fn record(&mut self, ok: bool, now: Instant) -> bool {
+        self.next = now + self.period();
+        if ok {
+            self.successes += 1;
+            self.failures = 0;
+        } else {
+            self.failures += 1;
+            self.successes = 0;
+        }
+        let success_threshold = self.spec.success_threshold.unwrap_or(1).max(1);
+        let failure_threshold = self.spec.failure_threshold.unwrap_or(3).max(1);
+        let new = if ok && self.successes >= success_threshold {
+            true
+        } else if !ok && self.failures >= failure_threshold {
+            false
+        } else {
+            self.result
+        };
+        let changed = new != self.result;
+        self.result = new;
+        changed
+    }
+}
+
+fn secs(v: Option<i32>, default: u64) -> Duration {
+    Duration::from_secs(v.and_then(|v| u64::try_from(v).ok()).unwrap_or(default))
+}
+
+/// The probes of one running container.
+#[derive(Debug, Clone)]
+struct Tracked {
+    id: String,
+    startup: Option<ProbeState>,
+    liveness: Option<ProbeState>,
+    readiness: Option<ProbeState>,
+}
+
+impl Tracked {
+    fn started(&self) -> bool {
+        self.startup.as_ref().is_none_or(|p| p.result)
+    }
+}
+
+/// Probe results of a pod's containers.
+#[derive(Debug, Default)]
+pub struct Prober {
+    tracked: HashMap<String, Tracked>,
+    kills: Vec<(String, String)>,
+}
+
+/// The readiness and started state of a container, by container name.
+pub type Results = HashMap<String, (bool, bool)>;
+
+impl Prober {
+    /// Aligns the tracked containers with the running ones of `rt`.
+    pub fn track(&mut self, pod: &Pod, rt: &runtime::PodStatus) {
+        let Some(spec) = pod.spec.as_ref() else {
+            return;
+        };
+        let mut keep = HashMap::new();
+        for c in &spec.containers {
+            let d = declared(c);
+            if !(d.startup || d.liveness || d.readiness) {
+                continue;
+            }
+            let Some(latest) = rt
+                .latest(&c.name)
+                .filter(|l| l.state == ContainerState::Running)
+            else {
+                continue;
+            };
+            let tracked = match self.tracked.remove(&c.name) {
+                Some(t) if t.id == latest.id => t,
+                _ => {
+                    let started = started_instant(latest.started_at);
+                    Tracked {
+                        id: latest.id.clone(),
+                        startup: c
+                            .startup_probe
+                            .clone()
+                            .map(|p| ProbeState::new(p, false, started)),
+                        liveness: c
+                            .liveness_probe
+                            .clone()
+                            .map(|p| ProbeState::new(p, true, started)),
+                        readiness: c
+                            .readiness_probe
+                            .clone()
+                            .map(|p| ProbeState::new(p, false, started)),
+                    }
+                }
+            };
+            keep.insert(c.name.clone(), tracked);
+        }
+        self.tracked = keep;
+    }
+
+    /// `(ready, started)` of every probed running container.
+    pub fn results(&self) -> Results {
+        self.tracked
+            .iter()
+            .map(|(name, t)| {
+                let started = t.started();
+                let ready = started && t.readiness.as_ref().is_none_or(|p| p.result);
+                (name.clone(), (ready, started))
+            })
+            .collect()
+    }
+
+    /// When the next probe is due.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.tracked
+            .values()
+            .flat_map(|t| {
+                let started = t.started();
+                let startup = t.startup.as_ref().filter(|p| !p.result).map(|p| p.next);
+                let others = [t.liveness.as_ref(), t.readiness.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .filter(move |_| started)
+                    .map(|p| p.next);
+                startup.into_iter().chain(others)
+            })
+            .min()
+    }
+
+    /// Containers whose liveness or startup probe failed: `(name, id)`, to kill.
+    pub fn take_kills(&mut self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.kills)
+    }
+
+    /// Runs every due probe; returns true if a result changed.
+    pub async fn run_due(&mut self, runtime: &Runtime, pod_ip: Option<&str>) -> bool {
+        let now = Instant::now();
+        let mut changed = false;
+        for (name, t) in self.tracked.iter_mut() {
+            if let Some(p) = t.startup.as_mut().filter(|p| !p.result && p.next <= now) {
+                let ok = run_probe(runtime, &t.id, &p.spec, pod_ip).await;
+                changed |= p.record(ok, now);
+                if p.failures >= p.spec.failure_threshold.unwrap_or(3).max(1) {
+                    self.kills.push((name.clone(), t.id.clone()));
+                    continue;
+                }
+            }
+            if !t.startup.as_ref().is_none_or(|p| p.result) {
+                continue;
+            }
+            if let Some(p) = t.liveness.as_mut().filter(|p| p.next <= now) {
+                let ok = run_probe(runtime, &t.id, &p.spec, pod_ip).await;
+                changed |= p.record(ok, now);
+                if !p.result {
+                    self.kills.push((name.clone(), t.id.clone()));
+                }
+            }
+            if let Some(p) = t.readiness.as_mut().filter(|p| p.next <= now) {
+                let ok = run_probe(runtime, &t.id, &p.spec, pod_ip).await;
+                changed |= p.record(ok, now);
+            }
+        }
+        changed
+    }
+}
+
+fn started_instant(nanos: i64) -> Instant {
+    let now = Instant::now();
+    let then = std::time::UNIX_EPOCH + Duration::from_nanos(u64::try_from(nanos).unwrap_or(0));
+    match std::time::SystemTime::now().duration_since(then) {
+        Ok(ago) => now.checked_sub(ago).unwrap_or(now),
+        Err(_) => now,
+    }
+}
+
+fn port(p: &IntOrString) -> Option<u16> {
+    match p {
+        IntOrString::Int(i) => u16::try_from(*i).ok(),
+        IntOrString::String(s) => s.parse().ok(),
+    }
+}
+
+/// Runs one probe; true on success.
+async fn run_probe(
+    runtime: &Runtime,
+    container_id: &str,
+    spec: &Probe,
+    pod_ip: Option<&str>,
+) -> bool {
+    let timeout = secs(spec.timeout_seconds, 1).max(Duration::from_secs(1));
+    if let Some(exec) = &spec.exec {
+        let cmd = exec.command.clone().unwrap_or_default();
+        let result = runtime.exec_sync(container_id, cmd, timeout).await;
+        tracing::debug!(container = %container_id, ?result, "exec probe");
+        return matches!(result, Ok(0));
+    }
+    let target = |p: &IntOrString, host: Option<&String>| {
+        let host = host.cloned().or_else(|| pod_ip.map(str::to_owned))?;
+        Some((host, port(p)?))
+    };
+    if let Some(tcp) = &spec.tcp_socket {
+        let Some((host, port)) = target(&tcp.port, tcp.host.as_ref()) else {
+            return false;
+        };
+        return matches!(
+            tokio::time::timeout(
+                timeout,
+                tokio::net::TcpStream::connect((host.as_str(), port))
+            )
+            .await,
+            Ok(Ok(_))
+        );
+    }
+    if let Some(http) = &spec.http_get {
+        let Some((host, port)) = target(&http.port, http.host.as_ref()) else {
+            return false;
+        };
+        let path = http.path.clone().unwrap_or_else(|| "/".into());
+        return tokio::time::timeout(timeout, http_get(&host, port, &path))
+            .await
+            .unwrap_or(false);
+    }
+    // gRPC probes are not supported: count as success rather than kill the container.
+    true
+}
+
+async fn http_get(host: &str, port: u16, path: &str) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = tokio::net::TcpStream::connect((host, port)).await else {
+        return false;
+    };
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: kube-probe/1.33\r\nConnection: close\r\n\r\n"
+    );
+    if stream.write_all(req.as_bytes()).await.is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    if stream.read_exact(&mut head).await.is_err() {
+        return false;
+    }
+    let code: u16 = std::str::from_utf8(&head[9..12])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (200..400).contains(&code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(success: i32, failure: i32) -> ProbeState {
+        ProbeState::new(
+            Probe {
+                success_threshold: Some(success),
+                failure_threshold: Some(failure),
+                ..Default::default()
+            },
+            false,
+            Instant::now(),
+        )
+    }
+
+    #[test]
+    fn thresholds_gate_transitions() {
+        let now = Instant::now();
+        let mut p = probe(2, 3);
+        assert!(!p.record(true, now), "one success is not enough");
+        assert!(p.record(true, now), "two successes make it ready");
+        assert!(!p.record(false, now));
+        assert!(!p.record(false, now));
+        assert!(p.record(false, now), "the third failure flips it");
+        assert!(!p.result);
+        assert_eq!(p.next, now + Duration::from_secs(10));
+    }
+
+    #[test]
+    fn no_probes_by_default() {
+        assert_eq!(
+            declared(&k8s_openapi::api::core::v1::Container::default()),
+            Declared::default()
+        );
+    }
+}

@@ -1,0 +1,976 @@
+//! The container runtime, seen through CRI v1 (the kubelet's `kuberuntime`).
+//!
+//! [`Runtime`] wraps the CRI runtime and image clients: it creates sandboxes
+//! and containers with the labels and annotations the kubelet sets
+//! (`io.kubernetes.pod.uid`, `io.kubernetes.container.name`,
+//! `io.kubernetes.container.restartCount`, …), so that everything the agent
+//! needs to know about a pod can be recovered from the runtime after an agent
+//! restart, and reads a pod's runtime state back ([`Runtime::pod_status`]).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use k8s_openapi::api::core::v1::{Container as ContainerSpec, Pod};
+use k8s_openapi::jiff::Timestamp;
+use nodeconform_cri::v1 as cri;
+use nodeconform_cri::{ImageServiceClient, RuntimeServiceClient};
+use tonic::transport::{Channel, Endpoint};
+
+use crate::metrics::Metrics;
+
+/// Label: the pod's name.
+pub const POD_NAME_LABEL: &str = "io.kubernetes.pod.name";
+/// Label: the pod's namespace.
+pub const POD_NAMESPACE_LABEL: &str = "io.kubernetes.pod.namespace";
+/// Label: the pod's UID.
+pub const POD_UID_LABEL: &str = "io.kubernetes.pod.uid";
+/// Label: the container's name in the pod spec.
+pub const CONTAINER_NAME_LABEL: &str = "io.kubernetes.container.name";
+/// Annotation: hash of the container spec.
+pub const CONTAINER_HASH_ANNOTATION: &str = "io.kubernetes.container.hash";
+/// Annotation: the container's restart count.
+pub const RESTART_COUNT_ANNOTATION: &str = "io.kubernetes.container.restartCount";
+/// Annotation: the termination message path.
+pub const TERMINATION_MESSAGE_PATH_ANNOTATION: &str =
+    "io.kubernetes.container.terminationMessagePath";
+/// Annotation: the termination message policy.
+pub const TERMINATION_MESSAGE_POLICY_ANNOTATION: &str =
+    "io.kubernetes.container.terminationMessagePolicy";
+/// Annotation: the pod's termination grace period.
+pub const TERMINATION_GRACE_ANNOTATION: &str = "io.kubernetes.pod.terminationGracePeriod";
+
+/// Errors from the runtime.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A CRI call failed.
+    #[error("CRI {op} for {target} failed")]
+    Rpc {
+        /// The RPC name.
+        op: &'static str,
+        /// What it was about: `pod ns/name`, `container c of pod ns/name`, `runtime`.
+        target: String,
+        /// The gRPC status.
+        #[source]
+        source: tonic::Status,
+    },
+    /// A CRI call did not answer in time.
+    #[error("CRI {op} for {target} timed out after {timeout:?}")]
+    Timeout {
+        /// The RPC name.
+        op: &'static str,
+        /// What it was about.
+        target: String,
+        /// The timeout.
+        timeout: Duration,
+    },
+    /// The endpoint is not a unix socket.
+    #[error("invalid CRI endpoint")]
+    Endpoint(#[source] nodeconform_cri::Error),
+}
+
+impl Error {
+    /// The gRPC status of a failed call, if any.
+    pub fn status(&self) -> Option<&tonic::Status> {
+        match self {
+            Error::Rpc { source, .. } => Some(source),
+            Error::Timeout { .. } | Error::Endpoint(_) => None,
+        }
+    }
+
+    /// A short message for a container's `waiting.message`.
+    pub fn short_message(&self) -> String {
+        match self {
+            Error::Rpc { source, .. } => format!(
+                "rpc error: code = {:?} desc = {}",
+                source.code(),
+                source.message()
+            ),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Result of runtime calls.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The state of a container as the runtime reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContainerState {
+    /// Created, not started.
+    Created,
+    /// Running.
+    Running,
+    /// Exited.
+    Exited,
+    /// Unknown to the runtime.
+    Unknown,
+}
+
+impl ContainerState {
+    fn from_cri(state: i32) -> Self {
+        match cri::ContainerState::try_from(state) {
+            Ok(cri::ContainerState::ContainerCreated) => Self::Created,
+            Ok(cri::ContainerState::ContainerRunning) => Self::Running,
+            Ok(cri::ContainerState::ContainerExited) => Self::Exited,
+            Ok(cri::ContainerState::ContainerUnknown) | Err(_) => Self::Unknown,
+        }
+    }
+}
+
+/// One sandbox of a pod.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sandbox {
+    /// Sandbox ID.
+    pub id: String,
+    /// Whether it is ready (`SANDBOX_READY`).
+    pub ready: bool,
+    /// Creation time, nanoseconds since the epoch.
+    pub created_at: i64,
+    /// The attempt number from its metadata.
+    pub attempt: u32,
+    /// The pod IP, if the network is set up.
+    pub ip: Option<String>,
+}
+
+/// One container of a pod, as the runtime reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Container {
+    /// Container ID (without the runtime prefix).
+    pub id: String,
+    /// Sandbox the container belongs to.
+    pub sandbox_id: String,
+    /// Name in the pod spec.
+    pub name: String,
+    /// State.
+    pub state: ContainerState,
+    /// Creation time, nanoseconds since the epoch.
+    pub created_at: i64,
+    /// Start time, nanoseconds since the epoch (0 if not started).
+    pub started_at: i64,
+    /// Finish time, nanoseconds since the epoch (0 if not finished).
+    pub finished_at: i64,
+    /// Exit code.
+    pub exit_code: i32,
+    /// Reason the runtime gives (`Completed`, `Error`, `OOMKilled`).
+    pub reason: String,
+    /// Termination message.
+    pub message: String,
+    /// Image as the runtime reports it.
+    pub image: String,
+    /// Resolved image reference (`imageID`).
+    pub image_ref: String,
+    /// Restart count from the kubelet's annotation.
+    pub restart_count: i32,
+}
+
+/// Everything the runtime knows about one pod (the kubelet's `kubecontainer.PodStatus`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodStatus {
+    /// Sandboxes, newest first.
+    pub sandboxes: Vec<Sandbox>,
+    /// Containers, newest first.
+    pub containers: Vec<Container>,
+}
+
+impl PodStatus {
+    /// The newest container named `name`.
+    pub fn latest(&self, name: &str) -> Option<&Container> {
+        self.containers.iter().find(|c| c.name == name)
+    }
+
+    /// The newest sandbox.
+    pub fn sandbox(&self) -> Option<&Sandbox> {
+        self.sandboxes.first()
+    }
+
+    /// The running containers.
+    pub fn running(&self) -> impl Iterator<Item = &Container> {
+        self.containers
+            .iter()
+            .filter(|c| c.state == ContainerState::Running)
+    }
+}
+
+/// One container or sandbox in a relist of the whole runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedContainer {
+    /// Container ID.
+    pub id: String,
+    /// The pod UID label.
+    pub pod_uid: String,
+    /// State.
+    pub state: ContainerState,
+}
+
+/// One sandbox in a relist of the whole runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedSandbox {
+    /// Sandbox ID.
+    pub id: String,
+    /// The pod UID label (or metadata UID).
+    pub pod_uid: String,
+    /// Whether it is ready.
+    pub ready: bool,
+}
+
+/// Runtime readiness from the CRI `Status` call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Readiness {
+    /// `RuntimeReady` condition.
+    pub runtime_ready: bool,
+    /// `NetworkReady` condition.
+    pub network_ready: bool,
+    /// Messages for the conditions that are false, as the kubelet words them.
+    pub problems: Vec<String>,
+}
+
+/// A CRI runtime connection.
+#[derive(Clone)]
+pub struct Runtime {
+    rs: RuntimeServiceClient<Channel>,
+    is: ImageServiceClient<Channel>,
+    metrics: Arc<Metrics>,
+    timeout: Duration,
+    log_root: PathBuf,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").finish_non_exhaustive()
+    }
+}
+
+fn target_pod(pod: &Pod) -> String {
+    format!(
+        "pod {}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// `ns/name` of a pod.
+pub fn pod_key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// Converts CRI nanoseconds to an API timestamp with second precision (as `metav1.Time` serializes).
+pub fn timestamp(nanos: i64) -> Timestamp {
+    Timestamp::from_second(nanos.div_euclid(1_000_000_000)).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+impl Runtime {
+    /// Opens a lazy connection to the runtime at `endpoint` (`unix:///path`):
+    /// nothing is dialled until the first call, and the channel reconnects by
+    /// itself when the runtime restarts.
+    pub fn connect(
+        endpoint: &str,
+        metrics: Arc<Metrics>,
+        timeout: Duration,
+        log_root: PathBuf,
+    ) -> Result<Self> {
+        let path = nodeconform_cri::socket_path(endpoint).map_err(Error::Endpoint)?;
+        // The URI is never dialled: the connector opens the unix socket.
+        let channel = Endpoint::from_static("http://cri.invalid").connect_with_connector_lazy(
+            tower::service_fn(move |_: http::Uri| {
+                let path = path.clone();
+                async move {
+                    Ok::<_, std::io::Error>(TokioIo::new(
+                        tokio::net::UnixStream::connect(path).await?,
+                    ))
+                }
+            }),
+        );
+        Ok(Self {
+            rs: RuntimeServiceClient::new(channel.clone()).max_decoding_message_size(64 << 20),
+            is: ImageServiceClient::new(channel).max_decoding_message_size(64 << 20),
+            metrics,
+            timeout,
+            log_root,
+        })
+    }
+
+    async fn call<T>(
+        &self,
+        op: &'static str,
+        target: impl FnOnce() -> String,
+        timeout: Option<Duration>,
+        fut: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    ) -> Result<T> {
+        let timeout = timeout.unwrap_or(self.timeout);
+        let result = match tokio::time::timeout(timeout, fut).await {
+            Ok(Ok(resp)) => Ok(resp.into_inner()),
+            Ok(Err(source)) => Err(Error::Rpc {
+                op,
+                target: target(),
+                source,
+            }),
+            Err(_) => Err(Error::Timeout {
+                op,
+                target: target(),
+                timeout,
+            }),
+        };
+        self.metrics.cri_call(op, result.is_ok());
+        result
+    }
+
+    /// `Version`: runtime name and version.
+    pub async fn version(&self) -> Result<(String, String)> {
+        let v = self
+            .call(
+                "Version",
+                || "runtime".into(),
+                None,
+                self.rs.clone().version(cri::VersionRequest::default()),
+            )
+            .await?;
+        Ok((v.runtime_name, v.runtime_version))
+    }
+
+    /// `Status`: whether the runtime and its network are ready.
+    pub async fn readiness(&self, timeout: Duration) -> Result<Readiness> {
+        let resp = self
+            .call(
+                "Status",
+                || "runtime".into(),
+                Some(timeout),
+                self.rs
+                    .clone()
+                    .status(cri::StatusRequest { verbose: false }),
+            )
+            .await?;
+        let conditions = resp.status.map(|s| s.conditions).unwrap_or_default();
+        let find = |t: &str| conditions.iter().find(|c| c.r#type == t);
+        let mut problems = Vec::new();
+        let runtime_ready = match find("RuntimeReady") {
+            Some(c) if c.status => true,
+            Some(c) => {
+                problems.push(format!(
+                    "container runtime not ready: RuntimeReady=false reason:{} message:{}",
+                    c.reason, c.message
+                ));
+                false
+            }
+            None => {
+                problems.push("container runtime not ready: RuntimeReady condition missing".into());
+                false
+            }
+        };
+        let network_ready = match find("NetworkReady") {
+            Some(c) if c.status => true,
+            Some(c) => {
+                problems.push(format!(
+                    "container runtime network not ready: NetworkReady=false reason:{} message:{}",
+                    c.reason, c.message
+                ));
+                false
+            }
+            None => {
+                problems.push(
+                    "container runtime network not ready: NetworkReady condition missing".into(),
+                );
+                false
+            }
+        };
+        Ok(Readiness {
+            runtime_ready,
+            network_ready,
+            problems,
+        })
+    }
+
+    /// Everything the runtime knows about the pod with `uid`.
+    pub async fn pod_status(&self, pod: &Pod) -> Result<PodStatus> {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let selector: HashMap<String, String> = [(POD_UID_LABEL.to_owned(), uid)].into();
+        let sandboxes = self
+            .call(
+                "ListPodSandbox",
+                || target_pod(pod),
+                None,
+                self.rs
+                    .clone()
+                    .list_pod_sandbox(cri::ListPodSandboxRequest {
+                        filter: Some(cri::PodSandboxFilter {
+                            label_selector: selector.clone(),
+                            ..Default::default()
+                        }),
+                    }),
+            )
+            .await?
+            .items;
+        let mut status = PodStatus::default();
+        for s in sandboxes {
+            status.sandboxes.push(Sandbox {
+                ready: s.state == cri::PodSandboxState::SandboxReady as i32,
+                created_at: s.created_at,
+                attempt: s.metadata.as_ref().map_or(0, |m| m.attempt),
+                ip: None,
+                id: s.id,
+            });
+        }
+        status.sandboxes.sort_by(|a, b| {
+            b.created_at
+                .cmp(&a.created_at)
+                .then(b.attempt.cmp(&a.attempt))
+        });
+        if let Some(latest) = status.sandboxes.first_mut().filter(|s| s.ready) {
+            let resp = self
+                .call(
+                    "PodSandboxStatus",
+                    || target_pod(pod),
+                    None,
+                    self.rs
+                        .clone()
+                        .pod_sandbox_status(cri::PodSandboxStatusRequest {
+                            pod_sandbox_id: latest.id.clone(),
+                            verbose: false,
+                        }),
+                )
+                .await?;
+            latest.ip = resp
+                .status
+                .and_then(|s| s.network)
+                .map(|n| n.ip)
+                .filter(|ip| !ip.is_empty());
+        }
+        let containers = self
+            .call(
+                "ListContainers",
+                || target_pod(pod),
+                None,
+                self.rs.clone().list_containers(cri::ListContainersRequest {
+                    filter: Some(cri::ContainerFilter {
+                        label_selector: selector,
+                        ..Default::default()
+                    }),
+                }),
+            )
+            .await?
+            .containers;
+        for c in containers {
+            let name = c
+                .labels
+                .get(CONTAINER_NAME_LABEL)
+                .cloned()
+                .or_else(|| c.metadata.as_ref().map(|m| m.name.clone()))
+                .unwrap_or_default();
+            let restart_count = c
+                .annotations
+                .get(RESTART_COUNT_ANNOTATION)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let mut container = Container {
+                id: c.id.clone(),
+                sandbox_id: c.pod_sandbox_id.clone(),
+                name,
+                state: ContainerState::from_cri(c.state),
+                created_at: c.created_at,
+                started_at: 0,
+                finished_at: 0,
+                exit_code: 0,
+                reason: String::new(),
+                message: String::new(),
+                image: c.image.map(|i| i.image).unwrap_or_default(),
+                image_ref: c.image_ref,
+                restart_count,
+            };
+            let detail = self
+                .call(
+                    "ContainerStatus",
+                    || format!("container {} of {}", container.name, target_pod(pod)),
+                    None,
+                    self.rs
+                        .clone()
+                        .container_status(cri::ContainerStatusRequest {
+                            container_id: c.id,
+                            verbose: false,
+                        }),
+                )
+                .await;
+            match detail {
+                Ok(resp) => {
+                    if let Some(s) = resp.status {
+                        container.state = ContainerState::from_cri(s.state);
+                        container.started_at = s.started_at;
+                        container.finished_at = s.finished_at;
+                        container.exit_code = s.exit_code;
+                        container.reason = s.reason;
+                        container.message = s.message;
+                        if !s.image_ref.is_empty() {
+                            container.image_ref = s.image_ref;
+                        }
+                        if let Some(image) = s.image.filter(|i| !i.image.is_empty()) {
+                            container.image = image.image;
+                        }
+                    }
+                }
+                // Removed between the list and the status call: skip it.
+                Err(e)
+                    if e.status()
+                        .is_some_and(|s| s.code() == tonic::Code::NotFound) =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+            status.containers.push(container);
+        }
+        status.containers.sort_by(|a, b| {
+            b.created_at
+                .cmp(&a.created_at)
+                .then(b.restart_count.cmp(&a.restart_count))
+        });
+        Ok(status)
+    }
+
+    /// The sandbox config the kubelet would send for `pod` (also needed by `CreateContainer`).
+    pub fn sandbox_config(&self, pod: &Pod, attempt: u32) -> cri::PodSandboxConfig {
+        let meta = &pod.metadata;
+        let name = meta.name.clone().unwrap_or_default();
+        let namespace = meta.namespace.clone().unwrap_or_default();
+        let uid = meta.uid.clone().unwrap_or_default();
+        let mut labels: HashMap<String, String> = meta
+            .labels
+            .clone()
+            .map(|l| l.into_iter().collect())
+            .unwrap_or_default();
+        labels.insert(POD_NAME_LABEL.into(), name.clone());
+        labels.insert(POD_NAMESPACE_LABEL.into(), namespace.clone());
+        labels.insert(POD_UID_LABEL.into(), uid.clone());
+        let annotations: HashMap<String, String> = meta
+            .annotations
+            .clone()
+            .map(|a| a.into_iter().collect())
+            .unwrap_or_default();
+        let spec = pod.spec.as_ref();
+        let hostname = spec
+            .and_then(|s| s.hostname.clone())
+            .unwrap_or_else(|| name.clone());
+        let pid_mode = if spec.and_then(|s| s.share_process_namespace) == Some(true) {
+            cri::NamespaceMode::Pod
+        } else {
+            cri::NamespaceMode::Container
+        };
+        let host_network = spec.and_then(|s| s.host_network) == Some(true);
+        cri::PodSandboxConfig {
+            metadata: Some(cri::PodSandboxMetadata {
+                name: name.clone(),
+                uid: uid.clone(),
+                namespace: namespace.clone(),
+                attempt,
+            }),
+            hostname,
+            log_directory: self
+                .log_root
+                .join(format!("{namespace}_{name}_{uid}"))
+                .to_string_lossy()
+                .into_owned(),
+            labels,
+            annotations,
+            linux: Some(cri::LinuxPodSandboxConfig {
+                security_context: Some(cri::LinuxSandboxSecurityContext {
+                    namespace_options: Some(cri::NamespaceOption {
+                        network: if host_network {
+                            cri::NamespaceMode::Node as i32
+                        } else {
+                            cri::NamespaceMode::Pod as i32
+                        },
+                        pid: pid_mode as i32,
+                        ipc: cri::NamespaceMode::Pod as i32,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// `RunPodSandbox` for `pod`; returns the sandbox ID.
+    pub async fn run_sandbox(&self, pod: &Pod, attempt: u32) -> Result<String> {
+        let config = self.sandbox_config(pod, attempt);
+        let resp = self
+            .call(
+                "RunPodSandbox",
+                || target_pod(pod),
+                None,
+                self.rs.clone().run_pod_sandbox(cri::RunPodSandboxRequest {
+                    config: Some(config),
+                    runtime_handler: String::new(),
+                }),
+            )
+            .await?;
+        Ok(resp.pod_sandbox_id)
+    }
+
+    /// `ImageStatus`: whether `image` is present.
+    pub async fn image_present(&self, image: &str) -> Result<bool> {
+        let resp = self
+            .call(
+                "ImageStatus",
+                || format!("image {image}"),
+                None,
+                self.is.clone().image_status(cri::ImageStatusRequest {
+                    image: Some(cri::ImageSpec {
+                        image: image.to_owned(),
+                        ..Default::default()
+                    }),
+                    verbose: false,
+                }),
+            )
+            .await?;
+        Ok(resp.image.is_some())
+    }
+
+    /// `PullImage`; returns the image reference.
+    pub async fn pull_image(&self, image: &str, sandbox: cri::PodSandboxConfig) -> Result<String> {
+        let resp = self
+            .call(
+                "PullImage",
+                || format!("image {image}"),
+                Some(self.timeout.max(Duration::from_secs(600))),
+                self.is.clone().pull_image(cri::PullImageRequest {
+                    image: Some(cri::ImageSpec {
+                        image: image.to_owned(),
+                        ..Default::default()
+                    }),
+                    auth: None,
+                    sandbox_config: Some(sandbox),
+                }),
+            )
+            .await?;
+        Ok(resp.image_ref)
+    }
+
+    /// The container config the kubelet would send for `container` of `pod`.
+    pub fn container_config(
+        &self,
+        pod: &Pod,
+        container: &ContainerSpec,
+        restart_count: i32,
+    ) -> cri::ContainerConfig {
+        let meta = &pod.metadata;
+        let mut labels = HashMap::new();
+        labels.insert(POD_NAME_LABEL.into(), meta.name.clone().unwrap_or_default());
+        labels.insert(
+            POD_NAMESPACE_LABEL.into(),
+            meta.namespace.clone().unwrap_or_default(),
+        );
+        labels.insert(POD_UID_LABEL.into(), meta.uid.clone().unwrap_or_default());
+        labels.insert(CONTAINER_NAME_LABEL.into(), container.name.clone());
+        let mut annotations = HashMap::new();
+        annotations.insert(
+            CONTAINER_HASH_ANNOTATION.into(),
+            format!("{:x}", container_hash(container)),
+        );
+        annotations.insert(RESTART_COUNT_ANNOTATION.into(), restart_count.to_string());
+        annotations.insert(
+            TERMINATION_MESSAGE_PATH_ANNOTATION.into(),
+            container
+                .termination_message_path
+                .clone()
+                .unwrap_or_else(|| "/dev/termination-log".into()),
+        );
+        annotations.insert(
+            TERMINATION_MESSAGE_POLICY_ANNOTATION.into(),
+            container
+                .termination_message_policy
+                .clone()
+                .unwrap_or_else(|| "File".into()),
+        );
+        if let Some(grace) = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.termination_grace_period_seconds)
+        {
+            annotations.insert(TERMINATION_GRACE_ANNOTATION.into(), grace.to_string());
+        }
+        let envs = container
+            .env
+            .iter()
+            .flatten()
+            .filter_map(|e| {
+                e.value.as_ref().map(|v| cri::KeyValue {
+                    key: e.name.clone(),
+                    value: v.clone(),
+                })
+            })
+            .collect();
+        let pid_mode = if pod.spec.as_ref().and_then(|s| s.share_process_namespace) == Some(true) {
+            cri::NamespaceMode::Pod
+        } else {
+            cri::NamespaceMode::Container
+        };
+        cri::ContainerConfig {
+            metadata: Some(cri::ContainerMetadata {
+                name: container.name.clone(),
+                attempt: u32::try_from(restart_count).unwrap_or(0),
+            }),
+            image: Some(cri::ImageSpec {
+                image: container.image.clone().unwrap_or_default(),
+                user_specified_image: container.image.clone().unwrap_or_default(),
+                ..Default::default()
+            }),
+            command: container.command.clone().unwrap_or_default(),
+            args: container.args.clone().unwrap_or_default(),
+            working_dir: container.working_dir.clone().unwrap_or_default(),
+            envs,
+            labels,
+            annotations,
+            log_path: format!("{}/{restart_count}.log", container.name),
+            stdin: container.stdin.unwrap_or(false),
+            stdin_once: container.stdin_once.unwrap_or(false),
+            tty: container.tty.unwrap_or(false),
+            linux: Some(cri::LinuxContainerConfig {
+                security_context: Some(cri::LinuxContainerSecurityContext {
+                    namespace_options: Some(cri::NamespaceOption {
+                        network: cri::NamespaceMode::Pod as i32,
+                        pid: pid_mode as i32,
+                        ipc: cri::NamespaceMode::Pod as i32,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// `CreateContainer`; returns the container ID.
+    pub async fn create_container(
+        &self,
+        pod: &Pod,
+        sandbox_id: &str,
+        config: cri::ContainerConfig,
+        sandbox_config: cri::PodSandboxConfig,
+    ) -> Result<String> {
+        let name = config
+            .metadata
+            .as_ref()
+            .map(|m| m.name.clone())
+            .unwrap_or_default();
+        let resp = self
+            .call(
+                "CreateContainer",
+                || format!("container {name} of {}", target_pod(pod)),
+                None,
+                self.rs
+                    .clone()
+                    .create_container(cri::CreateContainerRequest {
+                        pod_sandbox_id: sandbox_id.to_owned(),
+                        config: Some(config),
+                        sandbox_config: Some(sandbox_config),
+                    }),
+            )
+            .await?;
+        Ok(resp.container_id)
+    }
+
+    /// `StartContainer`.
+    pub async fn start_container(&self, id: &str) -> Result<()> {
+        self.call(
+            "StartContainer",
+            || format!("container {id}"),
+            None,
+            self.rs.clone().start_container(cri::StartContainerRequest {
+                container_id: id.to_owned(),
+            }),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// `StopContainer` with `grace` as the timeout (SIGTERM, then SIGKILL).
+    pub async fn stop_container(&self, id: &str, grace: Duration) -> Result<()> {
+        let result = self
+            .call(
+                "StopContainer",
+                || format!("container {id}"),
+                Some(grace + self.timeout),
+                self.rs.clone().stop_container(cri::StopContainerRequest {
+                    container_id: id.to_owned(),
+                    timeout: i64::try_from(grace.as_secs()).unwrap_or(i64::MAX),
+                }),
+            )
+            .await;
+        match result {
+            Err(e)
+                if e.status()
+                    .is_some_and(|s| s.code() == tonic::Code::NotFound) =>
+            {
+                Ok(())
+            }
+            other => other.map(|_| ()),
+        }
+    }
+
+    /// `StopPodSandbox`.
+    pub async fn stop_sandbox(&self, id: &str) -> Result<()> {
+        let result = self
+            .call(
+                "StopPodSandbox",
+                || format!("sandbox {id}"),
+                None,
+                self.rs
+                    .clone()
+                    .stop_pod_sandbox(cri::StopPodSandboxRequest {
+                        pod_sandbox_id: id.to_owned(),
+                    }),
+            )
+            .await;
+        match result {
+            Err(e)
+                if e.status()
+                    .is_some_and(|s| s.code() == tonic::Code::NotFound) =>
+            {
+                Ok(())
+            }
+            other => other.map(|_| ()),
+        }
+    }
+
+    /// `RemoveContainer`.
+    pub async fn remove_container(&self, id: &str) -> Result<()> {
+        let result = self
+            .call(
+                "RemoveContainer",
+                || format!("container {id}"),
+                None,
+                self.rs
+                    .clone()
+                    .remove_container(cri::RemoveContainerRequest {
+                        container_id: id.to_owned(),
+                    }),
+            )
+            .await;
+        match result {
+            Err(e)
+                if e.status()
+                    .is_some_and(|s| s.code() == tonic::Code::NotFound) =>
+            {
+                Ok(())
+            }
+            other => other.map(|_| ()),
+        }
+    }
+
+    /// `RemovePodSandbox`.
+    pub async fn remove_sandbox(&self, id: &str) -> Result<()> {
+        let result = self
+            .call(
+                "RemovePodSandbox",
+                || format!("sandbox {id}"),
+                None,
+                self.rs
+                    .clone()
+                    .remove_pod_sandbox(cri::RemovePodSandboxRequest {
+                        pod_sandbox_id: id.to_owned(),
+                    }),
+            )
+            .await;
+        match result {
+            Err(e)
+                if e.status()
+                    .is_some_and(|s| s.code() == tonic::Code::NotFound) =>
+            {
+                Ok(())
+            }
+            other => other.map(|_| ()),
+        }
+    }
+
+    /// Every sandbox and container the runtime has (the PLEG relist).
+    pub async fn list_all(&self) -> Result<(Vec<ListedSandbox>, Vec<ListedContainer>)> {
+        let sandboxes = self
+            .call(
+                "ListPodSandbox",
+                || "runtime".into(),
+                None,
+                self.rs
+                    .clone()
+                    .list_pod_sandbox(cri::ListPodSandboxRequest { filter: None }),
+            )
+            .await?
+            .items
+            .into_iter()
+            .map(|s| ListedSandbox {
+                pod_uid: s
+                    .labels
+                    .get(POD_UID_LABEL)
+                    .cloned()
+                    .or_else(|| s.metadata.as_ref().map(|m| m.uid.clone()))
+                    .unwrap_or_default(),
+                ready: s.state == cri::PodSandboxState::SandboxReady as i32,
+                id: s.id,
+            })
+            .collect();
+        let containers = self
+            .call(
+                "ListContainers",
+                || "runtime".into(),
+                None,
+                self.rs
+                    .clone()
+                    .list_containers(cri::ListContainersRequest { filter: None }),
+            )
+            .await?
+            .containers
+            .into_iter()
+            .map(|c| ListedContainer {
+                pod_uid: c.labels.get(POD_UID_LABEL).cloned().unwrap_or_default(),
+                state: ContainerState::from_cri(c.state),
+                id: c.id,
+            })
+            .collect();
+        Ok((sandboxes, containers))
+    }
+
+    /// `ExecSync`: runs `cmd` in the container; returns its exit code.
+    pub async fn exec_sync(&self, id: &str, cmd: Vec<String>, timeout: Duration) -> Result<i32> {
+        let resp = self
+            .call(
+                "ExecSync",
+                || format!("container {id}"),
+                Some(timeout + Duration::from_secs(1)),
+                self.rs.clone().exec_sync(cri::ExecSyncRequest {
+                    container_id: id.to_owned(),
+                    cmd,
+                    timeout: i64::try_from(timeout.as_secs()).unwrap_or(1),
+                }),
+            )
+            .await?;
+        Ok(resp.exit_code)
+    }
+
+    /// `GetContainerEvents`: the runtime's container event stream (evented PLEG).
+    pub async fn container_events(&self) -> Result<tonic::Streaming<cri::ContainerEventResponse>> {
+        self.call(
+            "GetContainerEvents",
+            || "runtime".into(),
+            None,
+            self.rs
+                .clone()
+                .get_container_events(cri::GetEventsRequest::default()),
+        )
+        .await
+    }
+}
+
+/// A stable hash of the container spec (the kubelet's `io.kubernetes.container.hash`).
+pub fn container_hash(container: &ContainerSpec) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let json = serde_json::to_string(container).unwrap_or_default();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    json.hash(&mut h);
+    h.finish()
+}

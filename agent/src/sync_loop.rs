@@ -1,0 +1,215 @@
+//! The sync loop: one `select!` over pod config updates, PLEG events,
+//! finished pod workers, the resync tick and the housekeeping tick, each
+//! dispatched to its handler (`syncLoopIteration`).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use tokio::sync::{mpsc, watch};
+
+use crate::housekeeping;
+use crate::pleg::{self, Snapshot};
+use crate::pod_config::{Op, PodUpdate};
+use crate::pod_workers::{self, Done, Kind, PodWorkers, Update};
+use crate::runtime::Runtime;
+use crate::status_manager;
+
+/// The sync loop's state.
+#[derive(Debug)]
+pub struct SyncLoop {
+    /// Pods the API wants on this node, by UID.
+    pods: HashMap<String, Arc<Pod>>,
+    /// Pods gone from the API whose workers still terminate them.
+    removed: HashMap<String, Arc<Pod>>,
+    workers: PodWorkers,
+    status: status_manager::Handle,
+    runtime: Runtime,
+    snapshot: watch::Receiver<Arc<Snapshot>>,
+    minimum_grace: Duration,
+}
+
+/// The channels the sync loop reads.
+#[derive(Debug)]
+pub struct Inputs {
+    /// Pod config updates.
+    pub config: mpsc::UnboundedReceiver<PodUpdate>,
+    /// PLEG events.
+    pub pleg: mpsc::UnboundedReceiver<pleg::Event>,
+    /// Workers that finished terminating their pod.
+    pub done: mpsc::UnboundedReceiver<Done>,
+}
+
+fn uid(pod: &Pod) -> String {
+    pod.metadata.uid.clone().unwrap_or_default()
+}
+
+impl SyncLoop {
+    /// A sync loop dispatching to `workers`.
+    pub fn new(
+        workers: PodWorkers,
+        status: status_manager::Handle,
+        runtime: Runtime,
+        snapshot: watch::Receiver<Arc<Snapshot>>,
+        minimum_grace: Duration,
+    ) -> Self {
+        Self {
+            pods: HashMap::new(),
+            removed: HashMap::new(),
+            workers,
+            status,
+            runtime,
+            snapshot,
+            minimum_grace,
+        }
+    }
+
+    /// Runs until shutdown.
+    pub async fn run(
+        mut self,
+        mut inputs: Inputs,
+        resync: Duration,
+        housekeeping: Duration,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        let mut resync_tick = tokio::time::interval(resync);
+        resync_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut housekeeping_tick = tokio::time::interval(housekeeping);
+        housekeeping_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                Some(update) = inputs.config.recv() => self.handle_config(update),
+                Some(event) = inputs.pleg.recv() => self.handle_pleg(&event),
+                Some(done) = inputs.done.recv() => self.handle_done(&done),
+                _ = resync_tick.tick() => {
+                    let uids: Vec<String> = self.pods.keys().cloned().collect();
+                    for uid in uids {
+                        self.dispatch(&uid);
+                    }
+                }
+                _ = housekeeping_tick.tick() => self.housekeeping(),
+                _ = shutdown.changed() => return,
+                else => return,
+            }
+        }
+    }
+
+    fn handle_config(&mut self, update: PodUpdate) {
+        match update.op {
+            Op::Add | Op::Update | Op::Delete => {
+                for pod in update.pods {
+                    let uid = uid(&pod);
+                    self.pods.insert(uid.clone(), pod);
+                    self.dispatch(&uid);
+                }
+            }
+            Op::Remove => {
+                for pod in update.pods {
+                    self.remove(&uid(&pod), pod);
+                }
+            }
+            Op::Reconcile => {
+                let listed: HashSet<String> = update.pods.iter().map(|p| uid(p)).collect();
+                let gone: Vec<(String, Arc<Pod>)> = self
+                    .pods
+                    .iter()
+                    .filter(|(uid, _)| !listed.contains(*uid))
+                    .map(|(uid, pod)| (uid.clone(), pod.clone()))
+                    .collect();
+                for (uid, pod) in gone {
+                    self.remove(&uid, pod);
+                }
+                for pod in update.pods {
+                    let uid = uid(&pod);
+                    let changed = self
+                        .pods
+                        .get(&uid)
+                        .is_none_or(|old| crate::pod_config::differ_semantically(old, &pod));
+                    self.pods.insert(uid.clone(), pod);
+                    if changed {
+                        self.dispatch(&uid);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The pod is gone from the API: kill it (`HandlePodRemoves`).
+    fn remove(&mut self, uid: &str, pod: Arc<Pod>) {
+        self.pods.remove(uid);
+        if self.workers.contains(uid) {
+            let grace = pod_workers::grace_period(&pod);
+            self.removed.insert(uid.to_owned(), pod.clone());
+            self.workers.update(
+                uid,
+                Update {
+                    kind: Kind::Kill { grace },
+                    pod,
+                },
+            );
+        } else {
+            self.status.forget(uid);
+        }
+    }
+
+    /// Sends the latest pod to its worker: a kill once deletion was requested.
+    fn dispatch(&mut self, uid: &str) {
+        let Some(pod) = self.pods.get(uid).cloned() else {
+            return;
+        };
+        let kind = if pod.metadata.deletion_timestamp.is_some() {
+            Kind::Kill {
+                grace: pod_workers::grace_period(&pod),
+            }
+        } else {
+            Kind::Sync
+        };
+        self.workers.update(uid, Update { kind, pod });
+    }
+
+    fn handle_pleg(&mut self, event: &pleg::Event) {
+        if self.pods.contains_key(&event.uid) {
+            let Some(pod) = self.pods.get(&event.uid).cloned() else {
+                return;
+            };
+            self.workers.update(
+                &event.uid,
+                Update {
+                    kind: Kind::Sync,
+                    pod,
+                },
+            );
+        }
+    }
+
+    fn handle_done(&mut self, done: &Done) {
+        if !self.pods.contains_key(&done.uid) {
+            self.removed.remove(&done.uid);
+            self.workers.forget(&done.uid);
+            self.status.forget(&done.uid);
+        }
+    }
+
+    /// `HandlePodCleanups`: orphaned runtime pods are killed and removed.
+    fn housekeeping(&mut self) {
+        let snapshot = self.snapshot.borrow().clone();
+        if snapshot.at.is_none() {
+            return;
+        }
+        let orphans = housekeeping::orphans(&snapshot, |uid| {
+            self.pods.contains_key(uid)
+                || self.removed.contains_key(uid)
+                || self.workers.contains(uid)
+        });
+        if orphans.is_empty() {
+            return;
+        }
+        tokio::spawn(housekeeping::clean_up(
+            self.runtime.clone(),
+            snapshot,
+            orphans,
+            self.minimum_grace,
+        ));
+    }
+}

@@ -1,0 +1,580 @@
+//! Request handling: authentication, routing, and one function per verb (get, list, watch,
+//! create, update, patch, delete, deletecollection) plus the `eviction` and `token`
+//! subresources. Every failure becomes a `metav1.Status` through [`crate::status`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use http::{HeaderMap, Method, Request, Response, header};
+use hyper::body::Incoming;
+use serde_json::{Value, json};
+
+use crate::http::{self as h, Body, BodyFormat};
+use crate::patch::{self, PatchType};
+use crate::registry::{DeleteOptions, Deleted, Registry};
+use crate::request::{Query, Route, Target, route};
+use crate::resources::{self, Resource};
+use crate::selectors::{FieldSelector, LabelSelector, Selector};
+use crate::status::{self, Error, Result};
+use crate::store::WatchStart;
+use crate::strategy::Part;
+use crate::table::{self, View};
+use crate::{auth, discovery, meta, openapi, subresources, validation, watch};
+
+/// Everything a request handler needs.
+pub struct Context {
+    /// The objects and their rules.
+    pub registry: Registry,
+    /// The bearer token clients must send, if any.
+    pub token: Option<String>,
+    /// `host:port` the server is reachable at (for discovery).
+    pub address: String,
+    /// Bumped to end every open watch (shutdown, or an injected disconnect).
+    pub closer: tokio::sync::watch::Sender<u64>,
+    /// How often an idle watch that allows bookmarks gets one.
+    pub bookmark_interval: Duration,
+}
+
+/// Handles one request. Never fails: errors are Status responses.
+pub async fn handle(ctx: Arc<Context>, req: Request<Incoming>) -> Response<Body> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let resp = match serve(&ctx, req).await {
+        Ok(resp) => resp,
+        Err(err) => h::error(&err),
+    };
+    tracing::debug!(%method, %path, status = resp.status().as_u16(), "request");
+    resp
+}
+
+async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> {
+    let (parts, body) = req.into_parts();
+    let route = route(parts.uri.path());
+    if !matches!(route, Ok(Route::Health) | Ok(Route::Version)) {
+        auth::check(ctx.token.as_deref(), &parts.headers)?;
+    }
+    let route = route?;
+    let query = Query::parse(parts.uri.query());
+    if !h::accepts_json(&parts.headers) && !matches!(route, Route::OpenApiV2) {
+        return Err(Error::NotAcceptable);
+    }
+    let target = match route {
+        Route::Object(target) => target,
+        other => return serve_fixed(ctx, other, &parts.method, &parts.headers),
+    };
+    let validation = validation::Directive::parse(query.get("fieldValidation"))?;
+    let dry_run = match query.get("dryRun") {
+        None => false,
+        Some("All") => true,
+        Some(other) => {
+            return Err(Error::bad_request(format!(
+                "Invalid dry run value {other:?}: supported values: \"All\""
+            )));
+        }
+    };
+    let headers = parts.headers;
+    let view = View::from_accept(
+        h::header_str(&headers, header::ACCEPT),
+        query.get("includeObject"),
+    );
+    let has_name = target.name.is_some();
+    let sub = target.subresource.as_deref();
+    match (&parts.method, has_name, sub) {
+        (&Method::GET, false, None) => {
+            if target.watch || query.flag("watch") {
+                watch_handler(ctx, &target, &query, view, None)
+            } else {
+                list(ctx, &target, &query, view)
+            }
+        }
+        (&Method::GET, true, None | Some("status")) => {
+            if target.watch || (sub.is_none() && query.flag("watch")) {
+                let name = target.name.clone();
+                watch_handler(ctx, &target, &query, view, name)
+            } else {
+                get(ctx, &target, view)
+            }
+        }
+        (&Method::POST, false, None) => {
+            let body = h::read_body(&headers, body).await?;
+            create(ctx, &target, &headers, &body, view, (dry_run, validation))
+        }
+        (&Method::POST, true, Some("eviction"))
+            if std::ptr::eq(target.resource, &resources::PODS) =>
+        {
+            let body = h::read_body(&headers, body).await?;
+            subresources::evict(ctx, &target, &headers, &body)
+        }
+        (&Method::POST, true, Some("token"))
+            if std::ptr::eq(target.resource, &resources::SERVICEACCOUNTS) =>
+        {
+            let body = h::read_body(&headers, body).await?;
+            subresources::token(ctx, &target, &headers, &body)
+        }
+        (&Method::PUT, true, None | Some("status")) => {
+            let body = h::read_body(&headers, body).await?;
+            update(ctx, &target, &headers, &body, view, (dry_run, validation))
+        }
+        (&Method::PATCH, true, None | Some("status")) => {
+            let body = h::read_body(&headers, body).await?;
+            patch_handler(ctx, &target, &headers, &query, &body, view, dry_run)
+        }
+        (&Method::DELETE, true, None) => {
+            let body = h::read_body(&headers, body).await?;
+            delete(ctx, &target, &query, &body, dry_run)
+        }
+        (&Method::DELETE, false, None) => {
+            let body = h::read_body(&headers, body).await?;
+            delete_collection(ctx, &target, &query, &body, dry_run)
+        }
+        (_, _, Some(s)) if !matches!(s, "status" | "eviction" | "token") => Err(Error::NoResource),
+        (_, true, Some("eviction" | "token")) if !matches!(parts.method, Method::POST) => {
+            Err(Error::MethodNotAllowed)
+        }
+        (_, _, Some("eviction" | "token")) => Err(Error::NoResource),
+        _ => Err(Error::MethodNotAllowed),
+    }
+}
+
+/// The endpoints that are not resources: health, version, discovery, OpenAPI.
+fn serve_fixed(
+    ctx: &Context,
+    route: Route,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Result<Response<Body>> {
+    if method != Method::GET && method != Method::HEAD {
+        return Err(Error::MethodNotAllowed);
+    }
+    Ok(match route {
+        Route::Health => h::bytes(200, "text/plain; charset=utf-8", "ok"),
+        Route::Version => h::json(200, &discovery::version()),
+        Route::CoreVersions => h::json(200, &discovery::core_versions(&ctx.address)),
+        Route::Groups => h::json(200, &discovery::groups()),
+        Route::Group(g) => h::json(200, &discovery::api_group(&g).ok_or(Error::NoResource)?),
+        Route::Resources { group, version } => {
+            h::json(200, &discovery::resource_list(&group, &version))
+        }
+        Route::OpenApiV2 => {
+            if h::header_str(headers, header::ACCEPT).contains("protobuf") {
+                h::bytes(200, openapi::V2_PROTOBUF, openapi::v2_protobuf())
+            } else {
+                h::json(200, &openapi::v2_json())
+            }
+        }
+        Route::OpenApiRoot => h::json(200, &openapi::root()),
+        Route::OpenApi(path) => h::json(
+            200,
+            &openapi::group_version(&path).ok_or(Error::NoResource)?,
+        ),
+        Route::Object(_) => return Err(Error::NoResource),
+    })
+}
+
+fn object_response(
+    code: u16,
+    resource: &Resource,
+    obj: &crate::store::Object,
+    view: View,
+) -> Response<Body> {
+    h::bytes(code, view.content_type(), view.object(resource, obj))
+}
+
+fn selector(resource: &Resource, query: &Query) -> Result<Selector> {
+    Ok(Selector {
+        labels: LabelSelector::parse(query.get("labelSelector").unwrap_or(""))?,
+        fields: FieldSelector::parse(query.get("fieldSelector").unwrap_or(""), resource)?,
+    })
+}
+
+pub(crate) fn named(target: &Target) -> Result<&str> {
+    target.name.as_deref().ok_or(Error::MethodNotAllowed)
+}
+
+pub(crate) fn require_namespace(target: &Target) -> Result<()> {
+    if target.resource.namespaced && target.namespace.is_none() {
+        return Err(Error::NoResource);
+    }
+    Ok(())
+}
+
+fn get(ctx: &Context, target: &Target, view: View) -> Result<Response<Body>> {
+    require_namespace(target)?;
+    let obj = ctx
+        .registry
+        .get(target.resource.storage(), target.ns(), named(target)?)?;
+    Ok(object_response(200, target.resource, &obj, view))
+}
+
+fn continue_token(namespace: &str, name: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{namespace}/{name}"))
+}
+
+fn parse_continue(token: &str) -> Result<(String, String)> {
+    let bad = || Error::bad_request(format!("continue key is not valid: {token:?}"));
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| bad())?;
+    let raw = String::from_utf8(raw).map_err(|_| bad())?;
+    let (ns, name) = raw.split_once('/').ok_or_else(bad)?;
+    Ok((ns.to_string(), name.to_string()))
+}
+
+fn list(ctx: &Context, target: &Target, query: &Query, view: View) -> Result<Response<Body>> {
+    let resource = target.resource;
+    let selector = selector(resource, query)?;
+    let limit = query.int("limit")?.filter(|l| *l > 0).map(|l| l as usize);
+    let after = query.get("continue").map(parse_continue).transpose()?;
+    let (objects, rv) = ctx.registry.store.txn(|t| {
+        (
+            t.list(resource.storage(), target.namespace.as_deref()),
+            t.rv(),
+        )
+    });
+    if query.get("resourceVersionMatch") == Some("Exact") {
+        let wanted = query.get("resourceVersion").unwrap_or("");
+        if wanted != rv.to_string() {
+            return Err(Error::Expired {
+                requested: wanted.parse().unwrap_or(0),
+                oldest: rv,
+            });
+        }
+    }
+    let mut matching = objects
+        .into_iter()
+        .filter(|o| selector.matches(&o.value))
+        .filter(|o| {
+            after
+                .as_ref()
+                .is_none_or(|(ns, name)| (o.namespace(), o.name()) > (ns.as_str(), name.as_str()))
+        });
+    let mut page = Vec::new();
+    let mut remaining = 0usize;
+    for o in matching.by_ref() {
+        if limit.is_some_and(|l| page.len() >= l) {
+            remaining = 1;
+            break;
+        }
+        page.push(o);
+    }
+    remaining += matching.count();
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if let Some(last) = page.last().filter(|_| remaining > 0) {
+        metadata["continue"] = continue_token(last.namespace(), last.name()).into();
+        metadata["remainingItemCount"] = remaining.into();
+    }
+    let (kind, api_version) = match view {
+        View::Table(include) => {
+            let t = table::table(resource, page.iter().map(|o| &o.value), include, metadata);
+            let body = serde_json::to_vec(&t).unwrap_or_default();
+            return Ok(h::bytes(200, view.content_type(), body));
+        }
+        View::Metadata => (
+            "PartialObjectMetadataList".to_string(),
+            "meta.k8s.io/v1".to_string(),
+        ),
+        View::Json => (format!("{}List", resource.kind), resource.api_version()),
+    };
+    let head = json!({"kind": kind, "apiVersion": api_version, "metadata": metadata}).to_string();
+    let items: Vec<bytes::Bytes> = page.iter().map(|o| view.object(resource, o)).collect();
+    let size: usize = items.iter().map(|o| o.len() + 1).sum();
+    let mut out = Vec::with_capacity(head.len() + size + 16);
+    out.extend_from_slice(&head.as_bytes()[..head.len() - 1]);
+    out.extend_from_slice(b",\"items\":[");
+    for (i, o) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(o);
+    }
+    out.extend_from_slice(b"]}");
+    Ok(h::bytes(200, h::JSON, out))
+}
+
+fn watch_handler(
+    ctx: &Context,
+    target: &Target,
+    query: &Query,
+    view: View,
+    name: Option<String>,
+) -> Result<Response<Body>> {
+    let resource = target.resource;
+    let mut selector = selector(resource, query)?;
+    if let Some(name) = name {
+        selector.fields = FieldSelector::parse(&format!("metadata.name={name}"), resource)?;
+    }
+    let send_initial_events = query.flag("sendInitialEvents");
+    let start = match query.get("resourceVersion") {
+        _ if send_initial_events => WatchStart::Current,
+        None | Some("0") => WatchStart::Current,
+        Some(rv) => WatchStart::After(
+            rv.parse::<u64>()
+                .map_err(|_| Error::bad_request(format!("invalid resource version: {rv:?}")))?,
+        ),
+    };
+    let timeout = query
+        .int("timeoutSeconds")?
+        .filter(|t| *t > 0)
+        .map_or(Duration::from_secs(1800), |t| Duration::from_secs(t as u64));
+    let params = watch::Params {
+        resource,
+        namespace: target.namespace.clone(),
+        selector,
+        start,
+        bookmarks: query.flag("allowWatchBookmarks"),
+        send_initial_events,
+        timeout,
+        view,
+    };
+    let content_type = view.content_type();
+    let s = watch::stream(
+        &ctx.registry.store,
+        params,
+        ctx.closer.subscribe(),
+        ctx.bookmark_interval,
+    );
+    Ok(h::stream(content_type, s))
+}
+
+fn create(
+    ctx: &Context,
+    target: &Target,
+    headers: &HeaderMap,
+    body: &[u8],
+    view: View,
+    (dry_run, validation): (bool, validation::Directive),
+) -> Result<Response<Body>> {
+    require_namespace(target)?;
+    let obj = BodyFormat::from_headers(headers)?.parse(body)?;
+    let warnings = validation::check(target.resource, &obj, validation)?;
+    let obj = to_storage(target.resource, obj);
+    let created = ctx
+        .registry
+        .create_mode(target.resource.storage(), target.ns(), obj, dry_run)?;
+    let resp = object_response(201, target.resource, &created, view);
+    Ok(with_warnings(resp, &warnings))
+}
+
+/// Adds `Warning: 299 - "…"` headers, as upstream reports unknown fields.
+fn with_warnings(mut resp: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for w in warnings {
+        let text = format!("299 - {}", serde_json::Value::from(w.as_str()));
+        if let Ok(v) = http::HeaderValue::from_str(&text) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
+}
+
+/// A request body in the shape its resource is stored in.
+fn to_storage(resource: &Resource, obj: Value) -> Value {
+    if resource.converted() {
+        crate::events::to_core(obj)
+    } else {
+        obj
+    }
+}
+
+fn check_name(obj: &Value, name: &str) -> Result<()> {
+    let body_name = meta::str_field(obj, "name");
+    if body_name != name {
+        return Err(Error::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    Ok(())
+}
+
+fn part(target: &Target) -> Part {
+    if target.subresource.as_deref() == Some("status") {
+        Part::Status
+    } else {
+        Part::Main
+    }
+}
+
+fn update(
+    ctx: &Context,
+    target: &Target,
+    headers: &HeaderMap,
+    body: &[u8],
+    view: View,
+    (dry_run, validation): (bool, validation::Directive),
+) -> Result<Response<Body>> {
+    require_namespace(target)?;
+    let name = named(target)?;
+    let obj = BodyFormat::from_headers(headers)?.parse(body)?;
+    if !obj.is_object() {
+        return Err(Error::bad_request(
+            "the body of the request must be a JSON object",
+        ));
+    }
+    check_name(&obj, name)?;
+    let warnings = validation::check(target.resource, &obj, validation)?;
+    let obj = to_storage(target.resource, obj);
+    let create = target.resource.create_on_update;
+    let (stored, created) = ctx.registry.update_mode(
+        target.resource.storage(),
+        target.ns(),
+        name,
+        part(target),
+        create,
+        dry_run,
+        |_| Ok(obj),
+    )?;
+    let code = if created { 201 } else { 200 };
+    let resp = object_response(code, target.resource, &stored, view);
+    Ok(with_warnings(resp, &warnings))
+}
+
+fn patch_handler(
+    ctx: &Context,
+    target: &Target,
+    headers: &HeaderMap,
+    query: &Query,
+    body: &[u8],
+    view: View,
+    dry_run: bool,
+) -> Result<Response<Body>> {
+    require_namespace(target)?;
+    let name = named(target)?;
+    let kind = PatchType::from_content_type(h::header_str(headers, header::CONTENT_TYPE))?;
+    if kind == PatchType::Apply && query.get("fieldManager").is_none() {
+        return Err(Error::bad_request(
+            "PATCH, application/apply-patch+yaml requires fieldManager to be set",
+        ));
+    }
+    let patch = patch::parse(kind, body)?;
+    if kind == PatchType::Apply {
+        let body_name = meta::str_field(&patch, "name");
+        if !body_name.is_empty() {
+            check_name(&patch, name)?;
+        }
+    }
+    let resource = resources::ALL[target.resource.id];
+    let (stored, created) = ctx.registry.update_mode(
+        resource.storage(),
+        target.ns(),
+        name,
+        part(target),
+        kind == PatchType::Apply,
+        dry_run,
+        |current| {
+            // Patches apply to the object in the shape the client addressed.
+            let current = match current {
+                Some(cur) if resource.converted() => crate::events::to_v1(cur),
+                Some(cur) => cur.clone(),
+                None => json!({}),
+            };
+            let patched = patch::apply(resource, kind, &current, &patch, name)?;
+            Ok(to_storage(resource, patched))
+        },
+    )?;
+    Ok(object_response(
+        if created { 201 } else { 200 },
+        resource,
+        &stored,
+        view,
+    ))
+}
+
+fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions> {
+    let mut options = if body.iter().all(u8::is_ascii_whitespace) {
+        DeleteOptions::default()
+    } else {
+        DeleteOptions::from_json(&patch::parse_json(body)?)
+    };
+    if let Some(g) = query.int("gracePeriodSeconds")? {
+        options.grace_period_seconds.get_or_insert(g);
+    }
+    Ok(options)
+}
+
+fn deleted_response(resource: &'static Resource, outcome: Deleted) -> Response<Body> {
+    match outcome {
+        Deleted::Pending(obj) => h::bytes(200, h::JSON, View::Json.object(resource, &obj)),
+        Deleted::Gone(obj) => {
+            // Upstream returns the deleted object for pods and namespaces
+            // (`ReturnDeletedObject`) and a Success Status for the rest.
+            if std::ptr::eq(resource, &resources::PODS)
+                || std::ptr::eq(resource, &resources::NAMESPACES)
+            {
+                h::bytes(200, h::JSON, View::Json.object(resource, &obj))
+            } else {
+                let uid = Some(meta::str_field(&obj.value, "uid").to_string());
+                h::json_of(200, &status::success(resource, obj.name(), uid))
+            }
+        }
+    }
+}
+
+fn delete(
+    ctx: &Context,
+    target: &Target,
+    query: &Query,
+    body: &[u8],
+    dry_run: bool,
+) -> Result<Response<Body>> {
+    require_namespace(target)?;
+    let mut options = delete_options(query, body)?;
+    options.dry_run |= dry_run;
+    let outcome = ctx.registry.delete(
+        target.resource.storage(),
+        target.ns(),
+        named(target)?,
+        &options,
+    )?;
+    Ok(deleted_response(target.resource, outcome))
+}
+
+fn delete_collection(
+    ctx: &Context,
+    target: &Target,
+    query: &Query,
+    body: &[u8],
+    dry_run: bool,
+) -> Result<Response<Body>> {
+    let resource = target.resource;
+    let selector = selector(resource, query)?;
+    let mut options = delete_options(query, body)?;
+    options.dry_run |= dry_run;
+    let objects = ctx
+        .registry
+        .store
+        .txn(|t| t.list(resource.storage(), target.namespace.as_deref()));
+    let mut items = Vec::new();
+    for o in objects.iter().filter(|o| selector.matches(&o.value)) {
+        match ctx
+            .registry
+            .delete(resource.storage(), o.namespace(), o.name(), &options)
+        {
+            Ok(Deleted::Gone(obj) | Deleted::Pending(obj)) => {
+                let v: Value = serde_json::from_slice(&View::Json.object(resource, &obj))
+                    .unwrap_or_else(|_| obj.value.clone());
+                items.push(v);
+            }
+            Err(Error::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let list = json!({
+        "kind": format!("{}List", resource.kind),
+        "apiVersion": resource.api_version(),
+        "metadata": {"resourceVersion": ctx.registry.store.rv().to_string()},
+        "items": items,
+    });
+    Ok(h::json(200, &list))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continue_tokens_round_trip() {
+        let t = continue_token("ns", "a-b");
+        assert_eq!(parse_continue(&t).unwrap(), ("ns".into(), "a-b".into()));
+        assert_eq!(parse_continue("!!").unwrap_err().code(), 400);
+    }
+}

@@ -1,0 +1,54 @@
+//! An in-process Kubernetes API server double for node agents, served over real HTTP(S) so
+//! that any client — kube-rs, `kubectl`, client-go, a real kubelet — can use it.
+//!
+//! How the parts fit: [`server`] accepts connections (hyper, optional rustls from [`tls`],
+//! bearer tokens from [`auth`]) and hands each request to [`handlers`], which resolves the
+//! path ([`request`]) against the resource table ([`resources`]) and calls the
+//! [`registry`]: create/update/delete with upstream's rules ([`strategy`] for per-resource
+//! defaults and status/spec separation, graceful deletion, finalizers, namespaces) over the
+//! [`store`] (JSON objects, one global `resourceVersion`, bounded event history). Reads go
+//! through [`selectors`]; watches through [`watch`]; patches through [`patch`] and
+//! [`strategic`]; `kubectl get` tables through [`table`]; discovery through [`discovery`]
+//! and [`openapi`]; `pods/eviction` and `serviceaccounts/token` through [`subresources`];
+//! events.k8s.io/v1 events are converted to and from core/v1 by [`events`].
+//! Every error leaves as a `metav1.Status` via [`status`]. [`node_lifecycle`] optionally
+//! plays the node lifecycle controller.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), nodeconform_apiserver::Error> {
+//! let api = nodeconform_apiserver::ApiServer::builder().start().await?;
+//! api.write_kubeconfig("/tmp/kubeconfig")?; // KUBECONFIG=/tmp/kubeconfig kubectl get pods
+//! let client = api.client();
+//! # drop(client);
+//! api.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod auth;
+pub mod discovery;
+pub mod events;
+pub mod handlers;
+pub mod http;
+pub mod kubeconfig;
+pub mod meta;
+pub mod node_lifecycle;
+pub mod openapi;
+pub mod patch;
+pub mod registry;
+pub mod request;
+pub mod resources;
+pub mod selectors;
+pub mod server;
+pub mod status;
+pub mod store;
+pub mod strategic;
+pub mod strategy;
+pub mod subresources;
+pub mod table;
+pub mod tls;
+pub mod validation;
+pub mod watch;
+
+pub use server::{ApiServer, Builder, Error};

@@ -1,0 +1,615 @@
+//! Create, update and delete with upstream's semantics (after `k8s.io/apiserver/pkg/registry/generic/registry/store.go`):
+//! optimistic concurrency on `resourceVersion`, no-op updates that write nothing, UID
+//! preconditions, graceful pod deletion, finalizers, and namespace lifecycle (no creates in a
+//! missing or terminating namespace; deleting a namespace deletes what is in it).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::meta;
+use crate::resources::{self, Resource};
+use crate::status::{Error, Result};
+use crate::store::{EventType, Object, Store, Txn};
+use crate::strategy::{self, Part};
+
+/// The namespaces every cluster starts with.
+pub const INITIAL_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// Namespaces that can never be deleted.
+pub const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
+/// What a delete request asked for (`metav1.DeleteOptions`).
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    /// `gracePeriodSeconds`.
+    pub grace_period_seconds: Option<i64>,
+    /// `preconditions.uid`.
+    pub uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `dryRun=All`: report the outcome, change nothing.
+    pub dry_run: bool,
+}
+
+impl DeleteOptions {
+    /// Reads a `DeleteOptions` body (any of its fields may be absent).
+    pub fn from_json(v: &Value) -> Self {
+        DeleteOptions {
+            grace_period_seconds: v.get("gracePeriodSeconds").and_then(Value::as_i64),
+            uid: v
+                .pointer("/preconditions/uid")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            resource_version: v
+                .pointer("/preconditions/resourceVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            dry_run: v
+                .get("dryRun")
+                .and_then(Value::as_array)
+                .is_some_and(|d| d.iter().any(|x| x == "All")),
+        }
+    }
+}
+
+/// The outcome of a delete.
+#[derive(Debug)]
+pub enum Deleted {
+    /// The object is gone; this is its last state.
+    Gone(Arc<Object>),
+    /// The object stays (graceful deletion or finalizers) with `deletionTimestamp` set.
+    Pending(Arc<Object>),
+}
+
+/// The store plus the cluster facts the registry needs.
+pub struct Registry {
+    /// The object store.
+    pub store: Store,
+    ca_pem: String,
+}
+
+fn conflict(resource: &'static Resource, name: &str, detail: String) -> Error {
+    Error::Conflict {
+        resource,
+        name: name.to_string(),
+        detail,
+    }
+}
+
+/// The grace period upstream gives a pod delete (`podStrategy.CheckGracefulDelete`): the
+/// request's, else the pod's `terminationGracePeriodSeconds`, else 0 — but 0 for a pod that
+/// is not scheduled or already terminal, and 1 for a negative request.
+fn pod_grace_period(pod: &Value, requested: Option<i64>) -> i64 {
+    let mut period = requested
+        .or_else(|| {
+            pod.pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+        })
+        .unwrap_or(0);
+    if meta::path_string(pod, "spec.nodeName").is_empty() {
+        period = 0;
+    }
+    if matches!(
+        meta::path_string(pod, "status.phase").as_str(),
+        "Failed" | "Succeeded"
+    ) {
+        period = 0;
+    }
+    if period < 0 {
+        period = 1;
+    }
+    period
+}
+
+impl Registry {
+    /// A registry over an empty store keeping `window` events per resource, with the
+    /// initial namespaces and their default content.
+    pub fn new(window: usize, ca_pem: String) -> Result<Self> {
+        let registry = Registry {
+            store: Store::new(window),
+            ca_pem,
+        };
+        for ns in INITIAL_NAMESPACES {
+            registry.create(
+                &resources::NAMESPACES,
+                "",
+                json!({"metadata": {"name": ns}}),
+            )?;
+        }
+        Ok(registry)
+    }
+
+    /// Creates an object in `namespace` ("" for cluster-scoped).
+    pub fn create(
+        &self,
+        resource: &'static Resource,
+        namespace: &str,
+        obj: Value,
+    ) -> Result<Arc<Object>> {
+        self.create_mode(resource, namespace, obj, false)
+    }
+
+    /// [`Registry::create`], or with `dry_run` only what it would return.
+    pub fn create_mode(
+        &self,
+        resource: &'static Resource,
+        namespace: &str,
+        obj: Value,
+        dry_run: bool,
+    ) -> Result<Arc<Object>> {
+        let obj = strategy::prepare_for_create(resource, obj, namespace)?;
+        self.store
+            .txn_mode(dry_run, |t| self.create_in(t, resource, obj))
+    }
+
+    fn create_in(
+        &self,
+        t: &mut Txn<'_>,
+        resource: &'static Resource,
+        obj: Value,
+    ) -> Result<Arc<Object>> {
+        let namespace = meta::str_field(&obj, "namespace").to_string();
+        let name = meta::str_field(&obj, "name").to_string();
+        if resource.namespaced {
+            let ns = t
+                .get(&resources::NAMESPACES, "", &namespace)
+                .ok_or_else(|| Error::NotFound {
+                    resource: &resources::NAMESPACES,
+                    name: namespace.clone(),
+                })?;
+            if !meta::str_field(&ns.value, "deletionTimestamp").is_empty() {
+                return Err(Error::Forbidden {
+                    message: format!(
+                        "{} \"{name}\" is forbidden: unable to create new content in namespace \
+                         {namespace} because it is being terminated",
+                        resource.qualified()
+                    ),
+                });
+            }
+        }
+        if t.get(resource, &namespace, &name).is_some() {
+            return Err(Error::AlreadyExists { resource, name });
+        }
+        let created = t.put(resource, obj, EventType::Added)?;
+        if std::ptr::eq(resource, &resources::NAMESPACES) {
+            self.namespace_content(t, &name)?;
+        }
+        Ok(created)
+    }
+
+    /// What the service-account and root-CA controllers put in every new namespace.
+    fn namespace_content(&self, t: &mut Txn<'_>, namespace: &str) -> Result<()> {
+        let sa = json!({"metadata": {"name": "default"}});
+        let sa = strategy::prepare_for_create(&resources::SERVICEACCOUNTS, sa, namespace)?;
+        t.put(&resources::SERVICEACCOUNTS, sa, EventType::Added)?;
+        let cm = json!({"metadata": {"name": "kube-root-ca.crt"}, "data": {"ca.crt": self.ca_pem}});
+        let cm = strategy::prepare_for_create(&resources::CONFIGMAPS, cm, namespace)?;
+        t.put(&resources::CONFIGMAPS, cm, EventType::Added)?;
+        Ok(())
+    }
+
+    /// One object.
+    pub fn get(
+        &self,
+        resource: &'static Resource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<Object>> {
+        self.store
+            .txn(|t| t.get(resource, namespace, name))
+            .ok_or_else(|| Error::NotFound {
+                resource,
+                name: name.to_string(),
+            })
+    }
+
+    /// Updates an object. `next` computes the new object from the stored one (a PUT body,
+    /// or the result of a patch); with `None` (the object does not exist) it may return the
+    /// object to create when `create` allows it (server-side apply, `AllowCreateOnUpdate`).
+    /// Returns the stored object and whether it was created.
+    pub fn update(
+        &self,
+        resource: &'static Resource,
+        namespace: &str,
+        name: &str,
+        part: Part,
+        create: bool,
+        next: impl FnOnce(Option<&Value>) -> Result<Value>,
+    ) -> Result<(Arc<Object>, bool)> {
+        self.update_mode(resource, namespace, name, part, create, false, next)
+    }
+
+    /// [`Registry::update`], or with `dry_run` only what it would return.
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_mode(
+        &self,
+        resource: &'static Resource,
+        namespace: &str,
+        name: &str,
+        part: Part,
+        create: bool,
+        dry_run: bool,
+        next: impl FnOnce(Option<&Value>) -> Result<Value>,
+    ) -> Result<(Arc<Object>, bool)> {
+        self.store.txn_mode(dry_run, |t| {
+            let Some(current) = t.get(resource, namespace, name) else {
+                if !create || part == Part::Status {
+                    return Err(Error::NotFound {
+                        resource,
+                        name: name.to_string(),
+                    });
+                }
+                let mut obj = next(None)?;
+                if meta::str_field(&obj, "name").is_empty() {
+                    meta::set(&mut obj, "name", name);
+                }
+                let obj = strategy::prepare_for_create(resource, obj, namespace)?;
+                return Ok((self.create_in(t, resource, obj)?, true));
+            };
+            let new = next(Some(&current.value))?;
+            let want_rv = meta::str_field(&new, "resourceVersion");
+            if !want_rv.is_empty() && want_rv != current.rv.to_string() {
+                return Err(conflict(
+                    resource,
+                    name,
+                    "the object has been modified; please apply your changes to the latest version and try again".into(),
+                ));
+            }
+            let want_uid = meta::str_field(&new, "uid");
+            let uid = meta::str_field(&current.value, "uid");
+            if !want_uid.is_empty() && want_uid != uid {
+                return Err(conflict(
+                    resource,
+                    name,
+                    format!("Precondition failed: UID in precondition: {want_uid}, UID in object meta: {uid}"),
+                ));
+            }
+            let mut out = strategy::prepare_for_update(resource, &current.value, new, part)?;
+            meta::set(&mut out, "resourceVersion", current.rv.to_string());
+            if out == current.value {
+                // Upstream's GuaranteedUpdate writes nothing for a no-op update.
+                return Ok((current, false));
+            }
+            let finalized = !meta::str_field(&out, "deletionTimestamp").is_empty()
+                && !meta::has_finalizers(&out)
+                && out
+                    .pointer("/metadata/deletionGracePeriodSeconds")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
+                    == 0;
+            if finalized {
+                let stored = t.put(resource, out, EventType::Modified)?;
+                let gone = t.remove(resource, namespace, name)?.unwrap_or(stored);
+                self.finish_namespace(t, namespace)?;
+                return Ok((gone, false));
+            }
+            Ok((t.put(resource, out, EventType::Modified)?, false))
+        })
+    }
+
+    /// Deletes an object with upstream's graceful-deletion and finalizer rules.
+    pub fn delete(
+        &self,
+        resource: &'static Resource,
+        namespace: &str,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<Deleted> {
+        self.store.txn_mode(options.dry_run, |t| {
+            self.delete_in(t, resource, namespace, name, options)
+        })
+    }
+
+    fn delete_in(
+        &self,
+        t: &mut Txn<'_>,
+        resource: &'static Resource,
+        namespace: &str,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<Deleted> {
+        let current = t
+            .get(resource, namespace, name)
+            .ok_or_else(|| Error::NotFound {
+                resource,
+                name: name.to_string(),
+            })?;
+        let uid = meta::str_field(&current.value, "uid");
+        if let Some(want) = options.uid.as_deref().filter(|u| *u != uid) {
+            return Err(conflict(
+                resource,
+                name,
+                format!(
+                    "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+                ),
+            ));
+        }
+        let rv = current.rv.to_string();
+        if let Some(want) = options.resource_version.as_deref().filter(|r| *r != rv) {
+            return Err(conflict(
+                resource,
+                name,
+                format!(
+                    "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {rv}"
+                ),
+            ));
+        }
+        if std::ptr::eq(resource, &resources::NAMESPACES) {
+            return self.delete_namespace(t, current);
+        }
+        let deleting = !meta::str_field(&current.value, "deletionTimestamp").is_empty();
+        let existing_grace = current
+            .value
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64);
+        let grace = if std::ptr::eq(resource, &resources::PODS) {
+            pod_grace_period(&current.value, options.grace_period_seconds)
+        } else {
+            0
+        };
+        if grace > 0 {
+            // Only a shorter grace period changes a deletion already in progress.
+            if deleting && existing_grace.is_some_and(|g| g <= grace) {
+                return Ok(Deleted::Pending(current));
+            }
+            let mut obj = current.value.clone();
+            let at = chrono::Utc::now() + chrono::Duration::seconds(grace);
+            meta::set(&mut obj, "deletionTimestamp", meta::time(at));
+            meta::set(&mut obj, "deletionGracePeriodSeconds", grace);
+            return Ok(Deleted::Pending(t.put(
+                resource,
+                obj,
+                EventType::Modified,
+            )?));
+        }
+        if meta::has_finalizers(&current.value) {
+            if deleting && existing_grace == Some(0) {
+                return Ok(Deleted::Pending(current));
+            }
+            let mut obj = current.value.clone();
+            if !deleting {
+                meta::set(&mut obj, "deletionTimestamp", meta::now());
+            }
+            meta::set(&mut obj, "deletionGracePeriodSeconds", 0);
+            return Ok(Deleted::Pending(t.put(
+                resource,
+                obj,
+                EventType::Modified,
+            )?));
+        }
+        let gone = t
+            .remove(resource, namespace, name)?
+            .ok_or_else(|| Error::NotFound {
+                resource,
+                name: name.to_string(),
+            })?;
+        self.finish_namespace(t, namespace)?;
+        Ok(Deleted::Gone(gone))
+    }
+
+    /// Marks a namespace `Terminating`, deletes its content (pods on a node gracefully),
+    /// and removes it once empty.
+    fn delete_namespace(&self, t: &mut Txn<'_>, current: Arc<Object>) -> Result<Deleted> {
+        let name = current.name().to_string();
+        if IMMORTAL_NAMESPACES.contains(&name.as_str()) {
+            // The NamespaceLifecycle admission plugin's immortal namespaces.
+            return Err(Error::Forbidden {
+                message: format!(
+                    "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
+                ),
+            });
+        }
+        if !meta::str_field(&current.value, "deletionTimestamp").is_empty() {
+            return Ok(Deleted::Pending(current));
+        }
+        let mut obj = current.value.clone();
+        meta::set(&mut obj, "deletionTimestamp", meta::now());
+        meta::set(&mut obj, "deletionGracePeriodSeconds", 0);
+        obj["status"] = json!({"phase": "Terminating"});
+        let marked = t.put(&resources::NAMESPACES, obj, EventType::Modified)?;
+        for resource in resources::ALL.iter().copied().filter(|r| r.namespaced) {
+            for o in t.list(resource, Some(&name)) {
+                let child = o.name().to_string();
+                // Errors are per object; the namespace keeps terminating either way.
+                let _ = self.delete_in(t, resource, &name, &child, &DeleteOptions::default());
+            }
+        }
+        match t.get(&resources::NAMESPACES, "", &name) {
+            Some(latest) => Ok(Deleted::Pending(latest)),
+            None => Ok(Deleted::Gone(marked)),
+        }
+    }
+
+    /// Removes a terminating namespace once nothing is left in it.
+    fn finish_namespace(&self, t: &mut Txn<'_>, namespace: &str) -> Result<()> {
+        if namespace.is_empty() {
+            return Ok(());
+        }
+        let terminating = t
+            .get(&resources::NAMESPACES, "", namespace)
+            .is_some_and(|ns| !meta::str_field(&ns.value, "deletionTimestamp").is_empty());
+        if terminating && t.namespace_is_empty(namespace) {
+            t.remove(&resources::NAMESPACES, "", namespace)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::{CONFIGMAPS, PODS};
+
+    fn registry() -> Registry {
+        Registry::new(100, "CA".into()).unwrap()
+    }
+
+    fn pod(node: Option<&str>) -> Value {
+        let mut p = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        if let Some(n) = node {
+            p["spec"]["nodeName"] = n.into();
+        }
+        p
+    }
+
+    #[test]
+    fn scheduled_pods_are_deleted_gracefully() {
+        let r = registry();
+        r.create(&PODS, "default", pod(Some("n1"))).unwrap();
+        let d = r
+            .delete(&PODS, "default", "p", &DeleteOptions::default())
+            .unwrap();
+        let Deleted::Pending(obj) = d else {
+            panic!("deleted at once")
+        };
+        assert_eq!(obj.value["metadata"]["deletionGracePeriodSeconds"], 30);
+        let opts = DeleteOptions {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        };
+        assert!(matches!(
+            r.delete(&PODS, "default", "p", &opts).unwrap(),
+            Deleted::Gone(_)
+        ));
+    }
+
+    #[test]
+    fn unscheduled_pods_go_at_once() {
+        let r = registry();
+        r.create(&PODS, "default", pod(None)).unwrap();
+        assert!(matches!(
+            r.delete(&PODS, "default", "p", &DeleteOptions::default())
+                .unwrap(),
+            Deleted::Gone(_)
+        ));
+    }
+
+    #[test]
+    fn finalizers_hold_until_emptied() {
+        let r = registry();
+        let cm = json!({"metadata": {"name": "c", "finalizers": ["x/y"]}});
+        r.create(&CONFIGMAPS, "default", cm).unwrap();
+        assert!(matches!(
+            r.delete(&CONFIGMAPS, "default", "c", &DeleteOptions::default())
+                .unwrap(),
+            Deleted::Pending(_)
+        ));
+        r.update(&CONFIGMAPS, "default", "c", Part::Main, false, |cur| {
+            let mut v = cur.cloned().unwrap();
+            v["metadata"]["finalizers"] = json!([]);
+            Ok(v)
+        })
+        .unwrap();
+        assert_eq!(r.get(&CONFIGMAPS, "default", "c").unwrap_err().code(), 404);
+    }
+
+    #[test]
+    fn stale_versions_and_uids_conflict() {
+        let r = registry();
+        let cm = r
+            .create(&CONFIGMAPS, "default", json!({"metadata": {"name": "c"}}))
+            .unwrap();
+        let stale = cm.value.clone();
+        r.update(&CONFIGMAPS, "default", "c", Part::Main, false, |_| {
+            let mut v = stale.clone();
+            v["data"] = json!({"a": "b"});
+            Ok(v)
+        })
+        .unwrap();
+        let err = r
+            .update(&CONFIGMAPS, "default", "c", Part::Main, false, |_| {
+                Ok(stale.clone())
+            })
+            .unwrap_err();
+        assert_eq!(err.code(), 409);
+        let opts = DeleteOptions {
+            uid: Some("nope".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            r.delete(&CONFIGMAPS, "default", "c", &opts)
+                .unwrap_err()
+                .code(),
+            409
+        );
+    }
+
+    #[test]
+    fn namespaces_delete_their_content() {
+        let r = registry();
+        r.create(
+            &resources::NAMESPACES,
+            "",
+            json!({"metadata": {"name": "x"}}),
+        )
+        .unwrap();
+        r.create(&CONFIGMAPS, "x", json!({"metadata": {"name": "c"}}))
+            .unwrap();
+        let d = r
+            .delete(&resources::NAMESPACES, "", "x", &DeleteOptions::default())
+            .unwrap();
+        assert!(matches!(d, Deleted::Gone(_)));
+        assert_eq!(
+            r.create(&CONFIGMAPS, "x", json!({"metadata": {"name": "c"}}))
+                .unwrap_err()
+                .code(),
+            404
+        );
+        let opts = DeleteOptions::default();
+        let err = r.delete(&resources::NAMESPACES, "", "default", &opts);
+        assert_eq!(err.unwrap_err().code(), 403, "immortal namespace");
+    }
+
+    #[test]
+    fn dry_run_changes_nothing() {
+        let r = registry();
+        let rv = r.store.rv();
+        let cm = json!({"metadata": {"name": "c"}});
+        let out = r
+            .create_mode(&CONFIGMAPS, "default", cm.clone(), true)
+            .unwrap();
+        assert!(out.value["metadata"]["uid"].is_string());
+        assert!(out.value["metadata"].get("resourceVersion").is_none());
+        assert_eq!(r.get(&CONFIGMAPS, "default", "c").unwrap_err().code(), 404);
+        let stored = r.create(&CONFIGMAPS, "default", cm).unwrap();
+        let opts = DeleteOptions {
+            dry_run: true,
+            ..Default::default()
+        };
+        assert!(matches!(
+            r.delete(&CONFIGMAPS, "default", "c", &opts).unwrap(),
+            Deleted::Gone(_)
+        ));
+        let (out, _) = r
+            .update_mode(
+                &CONFIGMAPS,
+                "default",
+                "c",
+                Part::Main,
+                false,
+                true,
+                |cur| {
+                    let mut v = cur.cloned().unwrap();
+                    v["data"] = json!({"a": "b"});
+                    Ok(v)
+                },
+            )
+            .unwrap();
+        assert_eq!(out.value["data"]["a"], "b");
+        assert_eq!(out.rv, stored.rv);
+        let now = r.get(&CONFIGMAPS, "default", "c").unwrap();
+        assert_eq!(now.rv, stored.rv);
+        assert!(now.value.get("data").is_none());
+        assert_eq!(r.store.rv(), rv + 1, "only the real create wrote");
+    }
+
+    #[test]
+    fn terminal_and_negative_grace() {
+        let mut p = pod(Some("n"));
+        assert_eq!(pod_grace_period(&p, Some(-5)), 1);
+        p["status"] = json!({"phase": "Succeeded"});
+        assert_eq!(pod_grace_period(&p, Some(10)), 0);
+    }
+}

@@ -1,0 +1,243 @@
+//! The one mapping from errors to the wire: every failure the server reports is an
+//! [`Error`] and leaves as a `metav1.Status` with the upstream `code` and `reason`.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusDetails};
+
+use crate::resources::Resource;
+
+/// The largest request body the server reads, like kube-apiserver's `maxRequestBodyBytes`.
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// A failed API request, with the upstream HTTP code and `Status.reason` it maps to.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// 400 `BadRequest`: malformed input (JSON, selectors, parameters, name mismatch).
+    #[error("{message}")]
+    BadRequest {
+        /// What was wrong with the request.
+        message: String,
+    },
+    /// 404 `NotFound`: the named object does not exist.
+    #[error("{} \"{name}\" not found", resource.qualified())]
+    NotFound {
+        /// The resource that was asked for.
+        resource: &'static Resource,
+        /// The object name.
+        name: String,
+    },
+    /// 404 `NotFound`: the path names no resource this server serves.
+    #[error("the server could not find the requested resource")]
+    NoResource,
+    /// 409 `AlreadyExists`: create of a name that is taken.
+    #[error("{} \"{name}\" already exists", resource.qualified())]
+    AlreadyExists {
+        /// The resource of the object.
+        resource: &'static Resource,
+        /// The object name.
+        name: String,
+    },
+    /// 409 `Conflict`: stale `resourceVersion`, or a precondition that does not hold.
+    #[error("Operation cannot be fulfilled on {} \"{name}\": {detail}", resource.qualified())]
+    Conflict {
+        /// The resource of the object.
+        resource: &'static Resource,
+        /// The object name.
+        name: String,
+        /// Why the operation could not be fulfilled.
+        detail: String,
+    },
+    /// 422 `Invalid`: the object fails validation.
+    #[error("{} \"{name}\" is invalid: {detail}", resource.kind)]
+    Invalid {
+        /// The resource of the object.
+        resource: &'static Resource,
+        /// The object name (may be empty).
+        name: String,
+        /// The field errors.
+        detail: String,
+    },
+    /// 410 `Expired`: a watch or list from a `resourceVersion` older than the kept history.
+    #[error("too old resource version: {requested} ({oldest})")]
+    Expired {
+        /// The version the client asked for.
+        requested: u64,
+        /// The oldest version the server can still serve from.
+        oldest: u64,
+    },
+    /// 401 `Unauthorized`: no or a wrong bearer token.
+    #[error("Unauthorized")]
+    Unauthorized,
+    /// 403 `Forbidden`: e.g. creating in a namespace that is being terminated.
+    #[error("{message}")]
+    Forbidden {
+        /// Why the request is refused.
+        message: String,
+    },
+    /// 405 `MethodNotAllowed`: the verb is not served on this path.
+    #[error("the server does not allow this method on the requested resource")]
+    MethodNotAllowed,
+    /// 415 `UnsupportedMediaType`: a request body in a format the server does not read.
+    #[error("{}", unsupported_media_message(content_type))]
+    UnsupportedMediaType {
+        /// The `Content-Type` the client sent.
+        content_type: String,
+    },
+    /// 406 `NotAcceptable`: the client accepts no format the server writes.
+    #[error("only the following media types are accepted: application/json, application/yaml")]
+    NotAcceptable,
+    /// 413 `RequestEntityTooLarge`: a body over [`MAX_BODY_BYTES`].
+    #[error("Request entity too large: limit is {MAX_BODY_BYTES}")]
+    TooLarge,
+    /// 500 `InternalError`: a bug or an I/O failure on the server side.
+    #[error("Internal error occurred: {message}")]
+    Internal {
+        /// What failed.
+        message: String,
+    },
+}
+
+/// A `Result` whose error is a wire-mappable [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+fn unsupported_media_message(content_type: &str) -> String {
+    if content_type.contains("protobuf") {
+        format!(
+            "the body of the request was in an unknown format ({content_type}): this API server \
+             double speaks JSON only; run the kubelet with --kube-api-content-type=application/json \
+             (kubelet config field contentType: application/json); with kubectl, use create -f or \
+             apply -f instead of the imperative `kubectl create <kind>` generators, which send protobuf"
+        )
+    } else {
+        format!(
+            "the body of the request was in an unknown format - accepted media types include: \
+             application/json, application/yaml, application/merge-patch+json, \
+             application/strategic-merge-patch+json, application/json-patch+json, \
+             application/apply-patch+yaml (got {content_type:?})"
+        )
+    }
+}
+
+impl Error {
+    /// Shorthand for a [`Error::BadRequest`].
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Error::BadRequest {
+            message: message.into(),
+        }
+    }
+
+    /// The HTTP status code upstream uses for this error.
+    pub fn code(&self) -> u16 {
+        match self {
+            Error::BadRequest { .. } => 400,
+            Error::NotFound { .. } | Error::NoResource => 404,
+            Error::AlreadyExists { .. } | Error::Conflict { .. } => 409,
+            Error::Invalid { .. } => 422,
+            Error::Expired { .. } => 410,
+            Error::Unauthorized => 401,
+            Error::Forbidden { .. } => 403,
+            Error::MethodNotAllowed => 405,
+            Error::UnsupportedMediaType { .. } => 415,
+            Error::NotAcceptable => 406,
+            Error::TooLarge => 413,
+            Error::Internal { .. } => 500,
+        }
+    }
+
+    /// The `Status.reason` upstream uses for this error.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Error::BadRequest { .. } => "BadRequest",
+            Error::NotFound { .. } | Error::NoResource => "NotFound",
+            Error::AlreadyExists { .. } => "AlreadyExists",
+            Error::Conflict { .. } => "Conflict",
+            Error::Invalid { .. } => "Invalid",
+            Error::Expired { .. } => "Expired",
+            Error::Unauthorized => "Unauthorized",
+            Error::Forbidden { .. } => "Forbidden",
+            Error::MethodNotAllowed => "MethodNotAllowed",
+            Error::UnsupportedMediaType { .. } => "UnsupportedMediaType",
+            Error::NotAcceptable => "NotAcceptable",
+            Error::TooLarge => "RequestEntityTooLarge",
+            Error::Internal { .. } => "InternalError",
+        }
+    }
+
+    fn details(&self) -> Option<StatusDetails> {
+        let (resource, name) = match self {
+            Error::NotFound { resource, name }
+            | Error::AlreadyExists { resource, name }
+            | Error::Conflict { resource, name, .. }
+            | Error::Invalid { resource, name, .. } => (*resource, name),
+            _ => return None,
+        };
+        Some(StatusDetails {
+            name: Some(name.clone()),
+            group: Some(resource.group.to_string()).filter(|g| !g.is_empty()),
+            kind: Some(resource.plural.to_string()),
+            ..StatusDetails::default()
+        })
+    }
+
+    /// The `metav1.Status` object sent to the client.
+    pub fn to_status(&self) -> Status {
+        Status {
+            code: Some(i32::from(self.code())),
+            details: self.details(),
+            message: Some(self.to_string()),
+            reason: Some(self.reason().to_string()),
+            status: Some("Failure".to_string()),
+            ..Status::default()
+        }
+    }
+}
+
+/// A `Status` with `status: Success`, as upstream returns for an immediate delete.
+pub fn success(resource: &Resource, name: &str, uid: Option<String>) -> Status {
+    Status {
+        status: Some("Success".to_string()),
+        details: Some(StatusDetails {
+            name: Some(name.to_string()),
+            group: Some(resource.group.to_string()).filter(|g| !g.is_empty()),
+            kind: Some(resource.plural.to_string()),
+            uid,
+            ..StatusDetails::default()
+        }),
+        ..Status::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources;
+
+    #[test]
+    fn not_found_matches_upstream() {
+        let err = Error::NotFound {
+            resource: &resources::LEASES,
+            name: "n1".into(),
+        };
+        let status = serde_json::to_value(err.to_status()).unwrap();
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(status["code"], 404);
+        assert_eq!(status["reason"], "NotFound");
+        assert_eq!(
+            status["message"],
+            "leases.coordination.k8s.io \"n1\" not found"
+        );
+        assert_eq!(status["details"]["group"], "coordination.k8s.io");
+        assert_eq!(status["details"]["kind"], "leases");
+    }
+
+    #[test]
+    fn protobuf_hint_names_the_kubelet_flag() {
+        let err = Error::UnsupportedMediaType {
+            content_type: "application/vnd.kubernetes.protobuf".into(),
+        };
+        assert!(
+            err.to_string()
+                .contains("--kube-api-content-type=application/json")
+        );
+        assert_eq!(err.code(), 415);
+    }
+}

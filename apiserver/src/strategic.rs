@@ -1,0 +1,311 @@
+//! Strategic merge patch, after `k8s.io/apimachinery/pkg/util/strategicpatch`: maps merge
+//! recursively, `null` deletes, lists that upstream tags `patchStrategy:"merge"` merge by their
+//! `patchMergeKey` (or as a set of scalars), other lists are replaced. The directives
+//! `$patch` (`replace`, `merge`, `delete`), `$retainKeys`, `$setElementOrder/<list>` and
+//! `$deleteFromPrimitiveList/<list>` are honoured.
+
+use serde_json::{Map, Value};
+
+use crate::resources::{ListMerge, Resource};
+use crate::status::{Error, Result};
+
+const SET_ORDER: &str = "$setElementOrder/";
+const DELETE_PRIMITIVE: &str = "$deleteFromPrimitiveList/";
+
+fn child(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn bad(message: impl Into<String>) -> Error {
+    Error::bad_request(message)
+}
+
+/// Applies a strategic merge `patch` to `original` for `resource`.
+pub fn apply(resource: &Resource, original: &mut Value, patch: &Value) -> Result<()> {
+    let patch = patch
+        .as_object()
+        .ok_or_else(|| bad("strategic merge patch must be a JSON object"))?;
+    if !original.is_object() {
+        *original = Value::Object(Map::new());
+    }
+    let map = original.as_object_mut().expect("made an object above");
+    merge_map(resource, map, patch, "")
+}
+
+/// A patch value with its directives removed, as it lands where nothing existed before.
+fn clean(resource: &Resource, value: &Value, path: &str) -> Result<Value> {
+    match value {
+        Value::Object(p) => {
+            let mut out = Map::new();
+            merge_map(resource, &mut out, p, path)?;
+            Ok(Value::Object(out))
+        }
+        Value::Array(items) => {
+            let mut out = Vec::new();
+            for item in items {
+                if item.get("$patch").is_some() {
+                    continue;
+                }
+                out.push(clean(resource, item, path)?);
+            }
+            Ok(Value::Array(out))
+        }
+        other => Ok(other.clone()),
+    }
+}
+
+fn merge_map(
+    resource: &Resource,
+    orig: &mut Map<String, Value>,
+    patch: &Map<String, Value>,
+    path: &str,
+) -> Result<()> {
+    match patch.get("$patch").map(|v| v.as_str()) {
+        None | Some(Some("merge")) => {}
+        Some(Some("replace")) => {
+            orig.clear();
+            let rest: Map<String, Value> = patch
+                .iter()
+                .filter(|(k, _)| k.as_str() != "$patch")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            return merge_map(resource, orig, &rest, path);
+        }
+        Some(Some("delete")) => {
+            orig.clear();
+            return Ok(());
+        }
+        Some(other) => {
+            return Err(bad(format!(
+                "unknown patch type found: {other:?} at {path:?}; expected replace, merge or delete"
+            )));
+        }
+    }
+    let mut orders: Vec<(&str, &Vec<Value>)> = Vec::new();
+    for (key, value) in patch {
+        if key == "$patch" {
+            continue;
+        }
+        if key == "$retainKeys" {
+            continue;
+        }
+        if let Some(list) = key.strip_prefix(SET_ORDER) {
+            let order = value
+                .as_array()
+                .ok_or_else(|| bad(format!("{key} must be a list")))?;
+            orders.push((list, order));
+            continue;
+        }
+        if let Some(list) = key.strip_prefix(DELETE_PRIMITIVE) {
+            let remove = value
+                .as_array()
+                .ok_or_else(|| bad(format!("{key} must be a list")))?;
+            if let Some(Value::Array(items)) = orig.get_mut(list) {
+                items.retain(|i| !remove.contains(i));
+            }
+            continue;
+        }
+        if key.starts_with('$') {
+            return Err(bad(format!("unknown patch directive {key:?}")));
+        }
+        let sub = child(path, key);
+        if value.is_null() {
+            orig.remove(key);
+            continue;
+        }
+        match (orig.get_mut(key), value) {
+            (Some(Value::Object(o)), Value::Object(p)) => merge_map(resource, o, p, &sub)?,
+            (Some(Value::Array(o)), Value::Array(p)) => match resource.list_merge(&sub) {
+                Some(ListMerge::Key(merge_key)) => merge_list(resource, o, p, merge_key, &sub)?,
+                Some(ListMerge::Set) => {
+                    for item in p {
+                        if !o.contains(item) {
+                            o.push(item.clone());
+                        }
+                    }
+                }
+                None => {
+                    *o = p
+                        .iter()
+                        .map(|v| clean(resource, v, &sub))
+                        .collect::<Result<_>>()?
+                }
+            },
+            _ => {
+                let value = clean(resource, value, &sub)?;
+                orig.insert(key.clone(), value);
+            }
+        }
+    }
+    for (list, order) in orders {
+        let merge_key = match resource.list_merge(&child(path, list)) {
+            Some(ListMerge::Key(k)) => Some(k),
+            _ => None,
+        };
+        if let Some(Value::Array(items)) = orig.get_mut(list) {
+            reorder(items, order, merge_key);
+        }
+    }
+    if let Some(retain) = patch.get("$retainKeys") {
+        let retain = retain
+            .as_array()
+            .ok_or_else(|| bad("$retainKeys must be a list"))?;
+        orig.retain(|k, _| retain.iter().any(|r| r.as_str() == Some(k)));
+    }
+    Ok(())
+}
+
+fn merge_list(
+    resource: &Resource,
+    orig: &mut Vec<Value>,
+    patch: &[Value],
+    merge_key: &str,
+    path: &str,
+) -> Result<()> {
+    if patch
+        .iter()
+        .any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"))
+    {
+        *orig = patch
+            .iter()
+            .filter(|i| i.get("$patch").is_none())
+            .map(|i| clean(resource, i, path))
+            .collect::<Result<_>>()?;
+        return Ok(());
+    }
+    for item in patch {
+        let Some(fields) = item.as_object() else {
+            if !orig.contains(item) {
+                orig.push(item.clone());
+            }
+            continue;
+        };
+        let key_value = fields.get(merge_key).ok_or_else(|| {
+            bad(format!(
+                "map: {item} does not contain declared merge key: {merge_key}"
+            ))
+        })?;
+        let pos = orig
+            .iter()
+            .position(|o| o.get(merge_key) == Some(key_value));
+        match fields.get("$patch").and_then(Value::as_str) {
+            Some("delete") => {
+                orig.retain(|o| o.get(merge_key) != Some(key_value));
+            }
+            Some("replace") => {
+                let mut fields = fields.clone();
+                fields.remove("$patch");
+                let replaced = clean(resource, &Value::Object(fields), path)?;
+                match pos {
+                    Some(p) => orig[p] = replaced,
+                    None => orig.push(replaced),
+                }
+            }
+            _ => match pos.map(|p| &mut orig[p]) {
+                Some(Value::Object(existing)) => merge_map(resource, existing, fields, path)?,
+                _ => orig.push(clean(resource, item, path)?),
+            },
+        }
+    }
+    Ok(())
+}
+
+/// `$setElementOrder`: items named in `order` come first, in that order; the rest keep
+/// their relative order after them.
+fn reorder(items: &mut Vec<Value>, order: &[Value], merge_key: Option<&str>) {
+    let key_of = |v: &Value| -> Value {
+        match merge_key {
+            Some(k) => v.get(k).cloned().unwrap_or(Value::Null),
+            None => v.clone(),
+        }
+    };
+    let wanted: Vec<Value> = order.iter().map(&key_of).collect();
+    let mut ordered = Vec::with_capacity(items.len());
+    for w in &wanted {
+        if let Some(p) = items.iter().position(|i| key_of(i) == *w) {
+            ordered.push(items.remove(p));
+        }
+    }
+    ordered.append(items);
+    *items = ordered;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::{NODES, PODS};
+    use serde_json::json;
+
+    #[test]
+    fn kubelet_node_status_patch() {
+        let mut node = json!({"status": {
+            "conditions": [
+                {"type": "MemoryPressure", "status": "False", "reason": "A"},
+                {"type": "Ready", "status": "False", "reason": "B"}],
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]}});
+        let patch = json!({"status": {
+            "$setElementOrder/conditions": [{"type": "Ready"}, {"type": "MemoryPressure"}],
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "addresses": [{"type": "Hostname", "address": "n1"}]}});
+        apply(&NODES, &mut node, &patch).unwrap();
+        let conds = node["status"]["conditions"].as_array().unwrap();
+        assert_eq!(conds[0]["type"], "Ready");
+        assert_eq!(conds[0]["status"], "True");
+        assert_eq!(conds[0]["reason"], "B");
+        assert_eq!(conds[1]["type"], "MemoryPressure");
+        assert_eq!(node["status"]["addresses"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn container_statuses_by_name_and_delete_directive() {
+        let mut pod = json!({"status": {"containerStatuses": [{"name": "a", "ready": false}, {"name": "b"}]},
+                             "metadata": {"finalizers": ["x"]}});
+        let patch = json!({"status": {"containerStatuses": [{"name": "a", "ready": true}, {"name": "b", "$patch": "delete"}]},
+                           "metadata": {"finalizers": ["y", "x"], "labels": {"l": "v"}}});
+        apply(&PODS, &mut pod, &patch).unwrap();
+        assert_eq!(
+            pod["status"]["containerStatuses"],
+            json!([{"name": "a", "ready": true}])
+        );
+        assert_eq!(pod["metadata"]["finalizers"], json!(["x", "y"]));
+        assert_eq!(pod["metadata"]["labels"]["l"], "v");
+    }
+
+    #[test]
+    fn unkeyed_lists_are_replaced_and_null_deletes() {
+        let mut pod = json!({"spec": {"tolerations": [{"key": "a"}], "nodeName": "n"}});
+        apply(
+            &PODS,
+            &mut pod,
+            &json!({"spec": {"tolerations": [{"key": "b"}], "nodeName": null}}),
+        )
+        .unwrap();
+        assert_eq!(pod["spec"], json!({"tolerations": [{"key": "b"}]}));
+    }
+
+    #[test]
+    fn directives_replace_and_primitive_delete() {
+        let mut pod =
+            json!({"metadata": {"labels": {"a": "1", "b": "2"}, "finalizers": ["x", "y"]}});
+        let patch = json!({"metadata": {"labels": {"$patch": "replace", "c": "3"},
+                                        "$deleteFromPrimitiveList/finalizers": ["x"]}});
+        apply(&PODS, &mut pod, &patch).unwrap();
+        assert_eq!(pod["metadata"]["labels"], json!({"c": "3"}));
+        assert_eq!(pod["metadata"]["finalizers"], json!(["y"]));
+    }
+
+    #[test]
+    fn missing_merge_key_is_an_error() {
+        let mut pod = json!({"status": {"conditions": [{"type": "Ready"}]}});
+        let err = apply(
+            &PODS,
+            &mut pod,
+            &json!({"status": {"conditions": [{"status": "True"}]}}),
+        );
+        assert_eq!(err.unwrap_err().code(), 400);
+    }
+}

@@ -1,0 +1,431 @@
+//! Per-resource write rules, after upstream's registry strategies (`PrepareForCreate`,
+//! `PrepareForUpdate`, defaulting and the validation a node agent can run into).
+
+use serde_json::{Map, Value, json};
+
+use crate::meta;
+use crate::resources::{self, Resource};
+use crate::status::{Error, Result};
+
+/// Which part of an object a write may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The main resource: everything but `status` (for resources with a status subresource).
+    Main,
+    /// The `status` subresource: only `status`.
+    Status,
+}
+
+fn ensure_type(resource: &Resource, obj: &mut Value) -> Result<()> {
+    let map = obj.as_object_mut().ok_or_else(|| {
+        Error::bad_request(format!(
+            "the body of the request is not a JSON object of kind {}",
+            resource.kind
+        ))
+    })?;
+    let api_version = resource.api_version();
+    match map.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if !v.is_empty() && v != api_version => {
+            return Err(Error::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({api_version})"
+            )));
+        }
+        _ => {}
+    }
+    match map.get("kind").and_then(Value::as_str) {
+        Some(k) if !k.is_empty() && k != resource.kind => {
+            return Err(Error::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                resource.kind
+            )));
+        }
+        _ => {}
+    }
+    map.insert("apiVersion".into(), api_version.into());
+    map.insert("kind".into(), resource.kind.into());
+    Ok(())
+}
+
+/// Checks the body's namespace against the URL's, filling it in when absent.
+fn ensure_namespace(resource: &Resource, obj: &mut Value, namespace: &str) -> Result<()> {
+    let body_ns = meta::str_field(obj, "namespace").to_string();
+    if resource.namespaced {
+        if !body_ns.is_empty() && body_ns != namespace {
+            return Err(Error::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        meta::set(obj, "namespace", namespace);
+    } else {
+        meta::metadata_mut(obj).remove("namespace");
+    }
+    Ok(())
+}
+
+fn has_spec(resource: &Resource, obj: &Value) -> bool {
+    obj.get("spec").is_some()
+        || std::ptr::eq(resource, &resources::PODS)
+        || std::ptr::eq(resource, &resources::NODES)
+}
+
+/// Turns a create request body into the object to store: server-set metadata, defaults,
+/// validation. `namespace` is the URL's ("" for cluster-scoped).
+pub fn prepare_for_create(resource: &Resource, mut obj: Value, namespace: &str) -> Result<Value> {
+    ensure_type(resource, &mut obj)?;
+    ensure_namespace(resource, &mut obj, namespace)?;
+    let mut name = meta::str_field(&obj, "name").to_string();
+    if name.is_empty() {
+        let generate = meta::str_field(&obj, "generateName");
+        if generate.is_empty() {
+            return Err(Error::Invalid {
+                resource: resource_static(resource),
+                name: String::new(),
+                detail: "metadata.name: Required value: name or generateName is required".into(),
+            });
+        }
+        name = format!("{generate}{}", meta::name_suffix());
+        meta::set(&mut obj, "name", name.clone());
+    }
+    validate_name(resource, &name)?;
+    let m = meta::metadata_mut(&mut obj);
+    for field in [
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "managedFields",
+        "selfLink",
+    ] {
+        m.remove(field);
+    }
+    m.insert("uid".into(), meta::new_uid().into());
+    m.insert("creationTimestamp".into(), meta::now().into());
+    if has_spec(resource, &obj) {
+        meta::set(&mut obj, "generation", 1);
+    }
+    if std::ptr::eq(resource, &resources::PODS) {
+        pod_defaults(&mut obj)?;
+    } else if std::ptr::eq(resource, &resources::NAMESPACES) {
+        meta::metadata_mut(&mut obj)
+            .entry("labels")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .map(|l| l.insert("kubernetes.io/metadata.name".into(), name.clone().into()));
+        obj["spec"] = json!({"finalizers": ["kubernetes"]});
+        obj["status"] = json!({"phase": "Active"});
+    } else if std::ptr::eq(resource, &resources::SECRETS) && obj.get("type").is_none() {
+        obj["type"] = "Opaque".into();
+    }
+    Ok(obj)
+}
+
+/// The static table entry for `resource` (resources are only ever the statics).
+fn resource_static(resource: &Resource) -> &'static Resource {
+    resources::ALL[resource.id]
+}
+
+fn validate_name(resource: &Resource, name: &str) -> Result<()> {
+    let ok = if std::ptr::eq(resource, &resources::NAMESPACES) {
+        meta::is_dns_label(name)
+    } else if resource.group.is_empty() && resource.plural == "events"
+        || resource.group == "events.k8s.io"
+    {
+        !name.is_empty() && !name.contains('/')
+    } else {
+        meta::is_dns_subdomain(name)
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Invalid {
+            resource: resource_static(resource),
+            name: name.to_string(),
+            detail: format!(
+                "metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must \
+                 consist of lower case alphanumeric characters, '-' or '.', and must start and \
+                 end with an alphanumeric character"
+            ),
+        })
+    }
+}
+
+fn image_pull_policy(image: &str) -> &'static str {
+    let last = image.rsplit('/').next().unwrap_or(image);
+    if image.contains('@') {
+        "IfNotPresent"
+    } else {
+        match last.split_once(':') {
+            Some((_, "latest")) | None => "Always",
+            Some(_) => "IfNotPresent",
+        }
+    }
+}
+
+fn qos_class(spec: &Value) -> &'static str {
+    let containers = spec
+        .get("containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in &containers {
+        let requests = c.pointer("/resources/requests");
+        let limits = c.pointer("/resources/limits");
+        let has = |v: Option<&Value>| v.and_then(Value::as_object).is_some_and(|m| !m.is_empty());
+        any |= has(requests) || has(limits);
+        for r in ["cpu", "memory"] {
+            let limit = limits.and_then(|l| l.get(r));
+            let request = requests.and_then(|q| q.get(r)).or(limit);
+            if limit.is_none() || request != limit {
+                guaranteed = false;
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// Upstream's pod defaulting (`SetDefaults_Pod`, `SetDefaults_Container`) for the fields a
+/// node agent reads, and the create-time status.
+fn pod_defaults(pod: &mut Value) -> Result<()> {
+    let name = meta::str_field(pod, "name").to_string();
+    let spec = pod
+        .get_mut("spec")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| Error::Invalid {
+            resource: &resources::PODS,
+            name: name.clone(),
+            detail: "spec.containers: Required value".into(),
+        })?;
+    if spec
+        .get("containers")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+    {
+        return Err(Error::Invalid {
+            resource: &resources::PODS,
+            name,
+            detail: "spec.containers: Required value".into(),
+        });
+    }
+    let defaults: [(&str, Value); 8] = [
+        ("restartPolicy", "Always".into()),
+        ("terminationGracePeriodSeconds", 30.into()),
+        ("dnsPolicy", "ClusterFirst".into()),
+        ("schedulerName", "default-scheduler".into()),
+        ("securityContext", json!({})),
+        ("enableServiceLinks", true.into()),
+        ("serviceAccountName", "default".into()),
+        ("preemptionPolicy", "PreemptLowerPriority".into()),
+    ];
+    for (k, v) in defaults {
+        spec.entry(k).or_insert(v);
+    }
+    spec.entry("priority").or_insert(0.into());
+    for list in ["containers", "initContainers"] {
+        if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            for c in containers.iter_mut().filter_map(Value::as_object_mut) {
+                container_defaults(c);
+            }
+        }
+    }
+    let qos = qos_class(&Value::Object(spec.clone()));
+    pod["status"] = json!({"phase": "Pending", "qosClass": qos});
+    Ok(())
+}
+
+fn container_defaults(c: &mut Map<String, Value>) {
+    let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+    let policy = image_pull_policy(image);
+    c.entry("imagePullPolicy").or_insert(policy.into());
+    c.entry("terminationMessagePath")
+        .or_insert("/dev/termination-log".into());
+    c.entry("terminationMessagePolicy").or_insert("File".into());
+    c.entry("resources").or_insert(json!({}));
+}
+
+/// Pod spec fields upstream lets an update change (`ValidatePodUpdate`); everything else is
+/// immutable once the pod exists.
+fn pod_spec_mutable_view(spec: &Value) -> Value {
+    let mut spec = spec.clone();
+    if let Some(map) = spec.as_object_mut() {
+        for k in [
+            "activeDeadlineSeconds",
+            "tolerations",
+            "terminationGracePeriodSeconds",
+        ] {
+            map.remove(k);
+        }
+        for list in ["containers", "initContainers"] {
+            if let Some(cs) = map.get_mut(list).and_then(Value::as_array_mut) {
+                for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                    c.remove("image");
+                }
+            }
+        }
+    }
+    spec
+}
+
+/// Merges an update into the stored object the way upstream's strategies do: a main write
+/// keeps the stored status (for resources with a status subresource), a status write keeps
+/// everything but status, server-owned metadata never changes, and `generation` bumps when
+/// `spec` changes.
+pub fn prepare_for_update(
+    resource: &Resource,
+    old: &Value,
+    mut new: Value,
+    part: Part,
+) -> Result<Value> {
+    ensure_type(resource, &mut new)?;
+    let name = meta::str_field(old, "name").to_string();
+    let mut out = match part {
+        Part::Status => {
+            let mut out = old.clone();
+            match new.get("status") {
+                Some(status) => out["status"] = status.clone(),
+                None => {
+                    if let Some(m) = out.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+            out
+        }
+        Part::Main => {
+            if resource.status_subresource {
+                match old.get("status") {
+                    Some(status) => new["status"] = status.clone(),
+                    None => {
+                        if let Some(m) = new.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+            }
+            if std::ptr::eq(resource, &resources::NAMESPACES) {
+                new["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
+            }
+            new
+        }
+    };
+    let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
+    let m = meta::metadata_mut(&mut out);
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "name",
+        "namespace",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generateName",
+        "generation",
+    ] {
+        match old_meta.get(field) {
+            Some(v) => m.insert(field.to_string(), v.clone()),
+            None => m.remove(field),
+        };
+    }
+    m.remove("managedFields");
+    m.remove("selfLink");
+    if std::ptr::eq(resource, &resources::PODS) && part == Part::Main {
+        let before = pod_spec_mutable_view(old.get("spec").unwrap_or(&Value::Null));
+        let after = pod_spec_mutable_view(out.get("spec").unwrap_or(&Value::Null));
+        if before != after {
+            return Err(Error::Invalid {
+                resource: &resources::PODS,
+                name,
+                detail: "spec: Forbidden: pod updates may not change fields other than \
+                         `spec.containers[*].image`, `spec.initContainers[*].image`, \
+                         `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to \
+                         existing tolerations), `spec.terminationGracePeriodSeconds`"
+                    .into(),
+            });
+        }
+    }
+    if has_spec(resource, old) && old.get("spec") != out.get("spec") {
+        let generation = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        meta::set(&mut out, "generation", generation + 1);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::{CONFIGMAPS, NODES, PODS};
+
+    fn pod() -> Value {
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    }
+
+    #[test]
+    fn pod_create_sets_server_fields_and_defaults() {
+        let p = prepare_for_create(&PODS, pod(), "ns").unwrap();
+        assert_eq!(p["metadata"]["namespace"], "ns");
+        assert_eq!(p["metadata"]["generation"], 1);
+        assert_eq!(p["spec"]["restartPolicy"], "Always");
+        assert_eq!(p["spec"]["containers"][0]["imagePullPolicy"], "Always");
+        assert_eq!(p["status"]["phase"], "Pending");
+        assert_eq!(p["status"]["qosClass"], "BestEffort");
+        assert_eq!(p["kind"], "Pod");
+    }
+
+    #[test]
+    fn generate_name_and_missing_name() {
+        let cm = json!({"metadata": {"generateName": "x-"}});
+        let cm = prepare_for_create(&CONFIGMAPS, cm, "ns").unwrap();
+        assert!(meta::str_field(&cm, "name").starts_with("x-"));
+        let err = prepare_for_create(&CONFIGMAPS, json!({"metadata": {}}), "ns").unwrap_err();
+        assert_eq!(err.code(), 422);
+    }
+
+    #[test]
+    fn namespace_mismatch_is_bad_request() {
+        let cm = json!({"metadata": {"name": "a", "namespace": "other"}});
+        assert_eq!(
+            prepare_for_create(&CONFIGMAPS, cm, "ns")
+                .unwrap_err()
+                .code(),
+            400
+        );
+    }
+
+    #[test]
+    fn main_write_keeps_status_and_status_write_keeps_spec() {
+        let old = json!({"metadata": {"name": "n", "uid": "u", "generation": 1},
+                         "spec": {"unschedulable": false}, "status": {"phase": "A"}});
+        let new = json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}, "status": {"phase": "B"}});
+        let out = prepare_for_update(&NODES, &old, new.clone(), Part::Main).unwrap();
+        assert_eq!(out["status"]["phase"], "A");
+        assert_eq!(out["metadata"]["generation"], 2);
+        assert_eq!(out["metadata"]["uid"], "u");
+        let out = prepare_for_update(&NODES, &old, new, Part::Status).unwrap();
+        assert_eq!(out["status"]["phase"], "B");
+        assert_eq!(out["spec"]["unschedulable"], false);
+        assert_eq!(out["metadata"]["generation"], 1);
+    }
+
+    #[test]
+    fn pod_spec_is_mostly_immutable() {
+        let old = prepare_for_create(&PODS, pod(), "ns").unwrap();
+        let mut new = old.clone();
+        new["spec"]["containers"][0]["image"] = "busybox:2".into();
+        assert!(prepare_for_update(&PODS, &old, new.clone(), Part::Main).is_ok());
+        new["spec"]["nodeName"] = "n1".into();
+        assert_eq!(
+            prepare_for_update(&PODS, &old, new, Part::Main)
+                .unwrap_err()
+                .code(),
+            422
+        );
+    }
+}

@@ -1,0 +1,94 @@
+//! The subresources that are verbs of their own: `pods/eviction` (no PodDisruptionBudgets
+//! exist, so every eviction is allowed) and `serviceaccounts/token` (TokenRequest, answered
+//! with an unsigned JWT carrying upstream's claims).
+
+use base64::Engine;
+use http::{HeaderMap, Response};
+use serde_json::{Value, json};
+
+use crate::handlers::{Context, named, require_namespace};
+use crate::http::{self as h, Body, BodyFormat};
+use crate::meta;
+use crate::registry::DeleteOptions;
+use crate::request::Target;
+use crate::resources;
+use crate::status::{Error, Result};
+
+/// `POST pods/{name}/eviction`: deletes the pod with the Eviction's `deleteOptions`.
+pub fn evict(
+    ctx: &Context,
+    target: &Target,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response<Body>> {
+    require_namespace(target)?;
+    let name = named(target)?;
+    let eviction = BodyFormat::from_headers(headers)?.parse(body)?;
+    let evicted = meta::str_field(&eviction, "name");
+    if !evicted.is_empty() && evicted != name {
+        return Err(Error::bad_request(format!(
+            "name in URL does not match name in Eviction object: {name} vs {evicted}"
+        )));
+    }
+    let options = eviction
+        .get("deleteOptions")
+        .map(DeleteOptions::from_json)
+        .unwrap_or_default();
+    ctx.registry
+        .delete(&resources::PODS, target.ns(), name, &options)?;
+    // No PodDisruptionBudgets exist here, so every eviction is allowed (upstream: 201 Success).
+    Ok(h::json(
+        201,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+    ))
+}
+
+/// `POST serviceaccounts/{name}/token`: a TokenRequest answered with an unsigned JWT.
+pub fn token(
+    ctx: &Context,
+    target: &Target,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response<Body>> {
+    require_namespace(target)?;
+    let name = named(target)?;
+    let sa = ctx
+        .registry
+        .get(&resources::SERVICEACCOUNTS, target.ns(), name)?;
+    let request = BodyFormat::from_headers(headers)?.parse(body)?;
+    let seconds = request
+        .pointer("/spec/expirationSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(3600)
+        .max(600);
+    let audiences = request
+        .pointer("/spec/audiences")
+        .cloned()
+        .unwrap_or(json!(["https://kubernetes.default.svc.cluster.local"]));
+    let now = chrono::Utc::now();
+    let expires = now + chrono::Duration::seconds(seconds);
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let claims = json!({
+        "aud": audiences, "exp": expires.timestamp(), "iat": now.timestamp(),
+        "iss": "https://kubernetes.default.svc.cluster.local",
+        "sub": format!("system:serviceaccount:{}:{name}", target.ns()),
+        "kubernetes.io": {"namespace": target.ns(), "serviceaccount": {"name": name, "uid": meta::str_field(&sa.value, "uid")}},
+    });
+    let jwt = format!(
+        "{}.{}.{}",
+        b64.encode(r#"{"alg":"none","typ":"JWT"}"#),
+        b64.encode(claims.to_string()),
+        b64.encode("nodeconform-apiserver-unsigned")
+    );
+    let mut spec = request.get("spec").cloned().unwrap_or(json!({}));
+    spec["audiences"] = audiences;
+    spec["expirationSeconds"] = seconds.into();
+    let response = json!({
+        "kind": "TokenRequest",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"name": name, "namespace": target.ns(), "creationTimestamp": meta::now()},
+        "spec": spec,
+        "status": {"token": jwt, "expirationTimestamp": meta::time(expires)},
+    });
+    Ok(h::json(201, &response))
+}

@@ -1,0 +1,165 @@
+//! Field validation (`fieldValidation=Strict|Warn|Ignore`, upstream's default `Warn`):
+//! unknown fields are found by decoding the body into the k8s-openapi type of its kind and
+//! comparing what survives the round trip with what was sent. `Strict` refuses the write
+//! (400 `strict decoding error: unknown field "…"`), `Warn` answers with `Warning` headers.
+//! The double keeps unknown fields it accepted (upstream drops them).
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Event, Namespace, Node, Pod, Secret, Service, ServiceAccount,
+};
+use k8s_openapi::api::events::v1::Event as EventV1;
+use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::resources::Resource;
+use crate::status::{Error, Result};
+
+/// The `fieldValidation` directive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Directive {
+    /// Unknown fields are accepted silently.
+    Ignore,
+    /// Unknown fields are reported in `Warning` headers (the default).
+    Warn,
+    /// Unknown fields fail the request.
+    Strict,
+}
+
+impl Directive {
+    /// Parses the query parameter; anything but the three values is a 400.
+    pub fn parse(v: Option<&str>) -> Result<Self> {
+        match v {
+            None | Some("Warn") => Ok(Directive::Warn),
+            Some("Ignore") => Ok(Directive::Ignore),
+            Some("Strict") => Ok(Directive::Strict),
+            Some(other) => Err(Error::bad_request(format!(
+                "fieldValidation must be one of \"Ignore\", \"Warn\" or \"Strict\", got {other:?}"
+            ))),
+        }
+    }
+}
+
+fn round_trip<T: DeserializeOwned + Serialize>(obj: &Value) -> Option<Value> {
+    let typed: T = serde_json::from_value(obj.clone()).ok()?;
+    serde_json::to_value(typed).ok()
+}
+
+fn typed(resource: &Resource, obj: &Value) -> Option<Value> {
+    match (resource.group, resource.plural) {
+        ("", "namespaces") => round_trip::<Namespace>(obj),
+        ("", "pods") => round_trip::<Pod>(obj),
+        ("", "nodes") => round_trip::<Node>(obj),
+        ("", "events") => round_trip::<Event>(obj),
+        ("", "configmaps") => round_trip::<ConfigMap>(obj),
+        ("", "secrets") => round_trip::<Secret>(obj),
+        ("", "serviceaccounts") => round_trip::<ServiceAccount>(obj),
+        ("", "services") => round_trip::<Service>(obj),
+        ("events.k8s.io", "events") => round_trip::<EventV1>(obj),
+        ("coordination.k8s.io", "leases") => round_trip::<Lease>(obj),
+        ("node.k8s.io", "runtimeclasses") => round_trip::<RuntimeClass>(obj),
+        ("storage.k8s.io", "csidrivers") => round_trip::<CSIDriver>(obj),
+        ("storage.k8s.io", "csinodes") => round_trip::<CSINode>(obj),
+        _ => None,
+    }
+}
+
+fn diff(sent: &Value, kept: &Value, path: &str, out: &mut Vec<String>) {
+    match (sent, kept) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in a.iter().filter(|(_, v)| !v.is_null()) {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match b.get(k) {
+                    Some(kv) => diff(v, kv, &p, out),
+                    None => out.push(p),
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            for (i, (v, kv)) in a.iter().zip(b).enumerate() {
+                diff(v, kv, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The unknown fields of a full object body, as `spec.containers[0].foo` paths. A body that
+/// does not decode as its kind at all is left to the other validation.
+pub fn unknown_fields(resource: &Resource, obj: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(kept) = typed(resource, obj) {
+        diff(obj, &kept, "", &mut out);
+    }
+    out
+}
+
+/// Applies the directive: `Err` for `Strict` with unknown fields, else the warnings to send.
+pub fn check(resource: &Resource, obj: &Value, directive: Directive) -> Result<Vec<String>> {
+    if directive == Directive::Ignore {
+        return Ok(Vec::new());
+    }
+    let unknown = unknown_fields(resource, obj);
+    if directive == Directive::Strict && !unknown.is_empty() {
+        let list: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
+        return Err(Error::bad_request(format!(
+            "strict decoding error: {}",
+            list.join(", ")
+        )));
+    }
+    Ok(unknown
+        .into_iter()
+        .map(|f| format!("unknown field \"{f}\""))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::{CONFIGMAPS, PODS};
+    use serde_json::json;
+
+    #[test]
+    fn finds_unknown_fields_at_any_depth() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "creationTimestamp": null},
+            "spec": {"containers": [{"name": "c", "image": "i", "imagePullPolcy": "Always"}], "nodeNme": "n"},
+            "status": {}});
+        assert_eq!(
+            unknown_fields(&PODS, &pod),
+            ["spec.containers[0].imagePullPolcy", "spec.nodeNme"]
+        );
+        let cm = json!({"metadata": {"name": "c"}, "data": {"a": "b"}, "binaryData": {}});
+        assert!(unknown_fields(&CONFIGMAPS, &cm).is_empty());
+    }
+
+    #[test]
+    fn directives() {
+        let cm = json!({"metadata": {"name": "c"}, "dta": {}});
+        assert_eq!(
+            check(&CONFIGMAPS, &cm, Directive::Strict)
+                .unwrap_err()
+                .code(),
+            400
+        );
+        assert_eq!(
+            check(&CONFIGMAPS, &cm, Directive::Warn).unwrap(),
+            ["unknown field \"dta\""]
+        );
+        assert!(
+            check(&CONFIGMAPS, &cm, Directive::Ignore)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(Directive::parse(Some("Loose")).is_err());
+    }
+}

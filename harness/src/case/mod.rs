@@ -1,0 +1,15 @@
+//! The case format: typed vocabulary ([`model`], [`pattern`]), durations and the loader.
+
+pub mod duration;
+pub mod load;
+pub mod model;
+pub mod pattern;
+pub(crate) mod tagged;
+
+pub use duration::CaseDuration;
+pub use load::{CaseId, Loaded, LoadedCase, load_dir, load_file};
+pub use model::{Case, Delete, Fault, Object, Requirement, Step};
+pub use pattern::{
+    ConditionPattern, ConditionStatus, ContainerPattern, ContainerStateKind, NodeExpectation,
+    Phase, PodExpectation, PodPattern, RuntimeExpectation,
+};

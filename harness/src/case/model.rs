@@ -1,0 +1,330 @@
+//! The typed vocabulary of a case file: what a case is, its steps and its faults.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use serde::{Deserialize, Serialize};
+
+use super::duration::CaseDuration;
+use super::pattern::{NodeExpectation, PodExpectation, RuntimeExpectation};
+use super::tagged::{TaggedEnum, tagged_deserialize};
+use serde::de::MapAccess;
+
+/// One conformance case: a Pod manifest, the steps that drive it and the expectations on what the watch sees.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Case {
+    /// The case name; equal to the file stem (`cases/<area>/<name>.yaml`).
+    pub name: String,
+    /// Which upstream behaviour or test this case mirrors.
+    pub description: String,
+    /// Free-form tags for `--tag` filtering (e.g. `conformance`, `slow`).
+    #[serde(default)]
+    pub tags: BTreeSet<String>,
+    /// What the setup must provide; a case whose needs are not met is ignored with the reason.
+    #[serde(default)]
+    pub requires: BTreeSet<Requirement>,
+    /// The overall time budget of the case (default 60 s).
+    #[serde(default = "default_timeout")]
+    pub timeout: CaseDuration,
+    /// The Pod under test; the harness sets its namespace and `spec.nodeName`.
+    pub pod: Box<Pod>,
+    /// Extra objects created (in order, before the pod) by the `create` step.
+    #[serde(default)]
+    pub objects: Vec<Object>,
+    /// What the case does and checks, in order.
+    pub steps: Vec<Step>,
+}
+
+fn default_timeout() -> CaseDuration {
+    CaseDuration(std::time::Duration::from_secs(60))
+}
+
+/// A capability of the setup a case can require.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Requirement {
+    /// The harness controls the node's container runtime (fake-cri): needed by every `fault` step.
+    RuntimeControl,
+    /// The case gets a node of its own, so node-wide changes (runtime down) affect no other case.
+    DedicatedNode,
+}
+
+impl Requirement {
+    /// The spelling used in case files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Requirement::RuntimeControl => "runtime-control",
+            Requirement::DedicatedNode => "dedicated-node",
+        }
+    }
+}
+
+/// An extra object a case creates before its pod (for volumes, env sources).
+#[derive(Debug, Clone)]
+pub enum Object {
+    /// A ConfigMap in the case's namespace.
+    ConfigMap(Box<ConfigMap>),
+    /// A Secret in the case's namespace.
+    Secret(Box<Secret>),
+}
+
+impl Object {
+    /// `kind/name` for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Object::ConfigMap(c) => format!(
+                "configmap/{}",
+                c.metadata.name.as_deref().unwrap_or("<unnamed>")
+            ),
+            Object::Secret(s) => {
+                format!(
+                    "secret/{}",
+                    s.metadata.name.as_deref().unwrap_or("<unnamed>")
+                )
+            }
+        }
+    }
+}
+
+/// One step of a case.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Create the extra objects, then the pod (bound to the node under test).
+    Create,
+    /// Delete the pod.
+    Delete(Delete),
+    /// Remove the pod's finalizers (the upstream tests keep deleted pods for inspection with one).
+    RemoveFinalizers,
+    /// Inject a fault through the fake-cri control API; needs `requires: [runtime-control]`.
+    Fault(Fault),
+    /// Let time pass.
+    Wait(CaseDuration),
+    /// Pod states that must be seen, in order, within their bounds; states that must never be seen.
+    Expect(PodExpectation),
+    /// What the node object and its Lease must show.
+    ExpectNode(NodeExpectation),
+    /// What the node's container runtime holds for the pod; needs `requires: [runtime-control]`.
+    ExpectRuntime(RuntimeExpectation),
+}
+
+impl Step {
+    /// The step's tag as written in case files.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Step::Create => "create",
+            Step::Delete(_) => "delete",
+            Step::RemoveFinalizers => "removeFinalizers",
+            Step::Fault(_) => "fault",
+            Step::Wait(_) => "wait",
+            Step::Expect(_) => "expect",
+            Step::ExpectNode(_) => "expectNode",
+            Step::ExpectRuntime(_) => "expectRuntime",
+        }
+    }
+}
+
+/// `delete`: a graceful (or, with `gracePeriodSeconds: 0`, immediate) deletion of the pod.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Delete {
+    /// The grace period; absent = the pod's `terminationGracePeriodSeconds` (default 30).
+    #[serde(default)]
+    pub grace_period_seconds: Option<i64>,
+}
+
+/// A fault injected into the node's container runtime (fake-cri control API).
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// Runtime (and network) readiness as reported by the CRI `Status` call.
+    Runtime(RuntimeFault),
+    /// Kill a running container of the case's pod (exit 137, or OOM-killed).
+    Kill(KillFault),
+    /// The next `count` calls of a CRI RPC fail with `code` (or are only delayed).
+    FailNext(RpcFault),
+    /// Set the image filesystem usage (for disk pressure).
+    ImageFs(ImageFsFault),
+    /// Restart the whole runtime: every sandbox and container is lost.
+    RestartRuntime,
+    /// Clear all pending RPC faults.
+    ClearFaults,
+}
+
+/// `fault: {runtime: …}`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RuntimeFault {
+    /// `RuntimeReady` condition of the runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_ready: Option<bool>,
+    /// `NetworkReady` condition of the runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_ready: Option<bool>,
+    /// Reason reported with a not-ready condition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Message reported with a not-ready condition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `fault: {kill: …}`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KillFault {
+    /// The container name in the case's pod.
+    pub container: String,
+    /// Report the kill as an OOM kill (`OOMKilled`).
+    #[serde(default)]
+    pub oom: bool,
+}
+
+/// `fault: {failNext: …}`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RpcFault {
+    /// The CRI method name, case-sensitive (`CreateContainer`, `PullImage`, …).
+    pub rpc: String,
+    /// How many calls fail.
+    #[serde(default = "one")]
+    pub count: u32,
+    /// The gRPC code name (`Unavailable`, `Internal`, …); absent = calls are only delayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The error message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Delay before each affected call answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<super::duration::CaseDuration>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// `fault: {imageFs: …}`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ImageFsFault {
+    /// Bytes used on the image filesystem.
+    pub used_bytes: u64,
+    /// Capacity of the image filesystem.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_bytes: Option<u64>,
+}
+
+impl Fault {
+    /// Whether the fault changes the whole node (so the case should run on a node of its own).
+    pub fn is_node_wide(&self) -> bool {
+        match self {
+            Fault::Runtime(_) | Fault::FailNext(_) | Fault::ImageFs(_) | Fault::RestartRuntime => {
+                true
+            }
+            Fault::Kill(_) | Fault::ClearFaults => false,
+        }
+    }
+}
+
+impl Case {
+    /// Whether any step injects a fault that changes the whole node.
+    pub fn has_node_wide_fault(&self) -> bool {
+        self.steps
+            .iter()
+            .any(|s| matches!(s, Step::Fault(f) if f.is_node_wide()))
+    }
+
+    /// The pod's name as written in the manifest.
+    pub fn pod_name(&self) -> &str {
+        self.pod.metadata.name.as_deref().unwrap_or_default()
+    }
+}
+
+impl TaggedEnum for Object {
+    const WHAT: &'static str = "an object";
+    const TAGS: &'static [&'static str] = &["configMap", "secret"];
+    fn unit(_: &str) -> Option<Self> {
+        None
+    }
+    fn with_value<'de, A: MapAccess<'de>>(
+        tag: &str,
+        map: &mut A,
+    ) -> Result<Option<Self>, A::Error> {
+        Ok(match tag {
+            "configMap" => Some(Object::ConfigMap(map.next_value()?)),
+            "secret" => Some(Object::Secret(map.next_value()?)),
+            _ => None,
+        })
+    }
+}
+tagged_deserialize!(Object);
+
+impl TaggedEnum for Step {
+    const WHAT: &'static str = "a step";
+    const TAGS: &'static [&'static str] = &[
+        "create",
+        "delete",
+        "removeFinalizers",
+        "fault",
+        "wait",
+        "expect",
+        "expectNode",
+        "expectRuntime",
+    ];
+    fn unit(tag: &str) -> Option<Self> {
+        match tag {
+            "create" => Some(Step::Create),
+            "removeFinalizers" => Some(Step::RemoveFinalizers),
+            _ => None,
+        }
+    }
+    fn with_value<'de, A: MapAccess<'de>>(
+        tag: &str,
+        map: &mut A,
+    ) -> Result<Option<Self>, A::Error> {
+        Ok(match tag {
+            "delete" => Some(Step::Delete(
+                map.next_value::<Option<Delete>>()?.unwrap_or_default(),
+            )),
+            "fault" => Some(Step::Fault(map.next_value()?)),
+            "wait" => Some(Step::Wait(map.next_value()?)),
+            "expect" => Some(Step::Expect(map.next_value()?)),
+            "expectNode" => Some(Step::ExpectNode(map.next_value()?)),
+            "expectRuntime" => Some(Step::ExpectRuntime(map.next_value()?)),
+            _ => None,
+        })
+    }
+}
+tagged_deserialize!(Step);
+
+impl TaggedEnum for Fault {
+    const WHAT: &'static str = "a fault";
+    const TAGS: &'static [&'static str] = &[
+        "runtime",
+        "kill",
+        "failNext",
+        "imageFs",
+        "restartRuntime",
+        "clearFaults",
+    ];
+    fn unit(tag: &str) -> Option<Self> {
+        match tag {
+            "restartRuntime" => Some(Fault::RestartRuntime),
+            "clearFaults" => Some(Fault::ClearFaults),
+            _ => None,
+        }
+    }
+    fn with_value<'de, A: MapAccess<'de>>(
+        tag: &str,
+        map: &mut A,
+    ) -> Result<Option<Self>, A::Error> {
+        Ok(match tag {
+            "runtime" => Some(Fault::Runtime(map.next_value()?)),
+            "kill" => Some(Fault::Kill(map.next_value()?)),
+            "failNext" => Some(Fault::FailNext(map.next_value()?)),
+            "imageFs" => Some(Fault::ImageFs(map.next_value()?)),
+            _ => None,
+        })
+    }
+}
+tagged_deserialize!(Fault);

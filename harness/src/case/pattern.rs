@@ -1,0 +1,258 @@
+//! Patterns over pod and node states: the `expect` and `expectNode` steps.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::duration::CaseDuration;
+
+/// `expect`: pod states that must be seen in order, each within its bound, and states that must never be seen.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PodExpectation {
+    /// Default bound for every pattern in `states` (default: what is left of the case timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<CaseDuration>,
+    /// Patterns that must match watched states in this order (a state may satisfy several consecutive patterns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub states: Vec<PodPattern>,
+    /// Patterns no state may match, from the start of this step until it ends (plus `hold`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub never: Vec<PodPattern>,
+    /// After the last pattern matched, keep watching this long so `never` covers a stretch of time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<CaseDuration>,
+}
+
+/// The phase of a pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+pub enum Phase {
+    /// Accepted, not all containers started.
+    Pending,
+    /// Bound and at least one container running or restarting.
+    Running,
+    /// All containers terminated with success and will not restart.
+    Succeeded,
+    /// All containers terminated, at least one in failure.
+    Failed,
+    /// The state could not be obtained.
+    Unknown,
+}
+
+impl Phase {
+    /// The API spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Running => "Running",
+            Phase::Succeeded => "Succeeded",
+            Phase::Failed => "Failed",
+            Phase::Unknown => "Unknown",
+        }
+    }
+}
+
+/// The status of a pod or node condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+pub enum ConditionStatus {
+    /// `"True"`.
+    True,
+    /// `"False"`.
+    False,
+    /// `"Unknown"`.
+    Unknown,
+}
+
+impl ConditionStatus {
+    /// The API spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConditionStatus::True => "True",
+            ConditionStatus::False => "False",
+            ConditionStatus::Unknown => "Unknown",
+        }
+    }
+}
+
+/// What one watched pod state must look like. Every field present must match; absent fields are not checked.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PodPattern {
+    /// Bound for this pattern, counted from the state that matched the pattern before it (or the step start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<CaseDuration>,
+    /// The pod object was removed from the API (a `DELETED` event); excludes every other field.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gone: bool,
+    /// `status.phase`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// `status.reason` equals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `status.message` contains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// `metadata.deletionTimestamp` is set (true) or not (false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleting: Option<bool>,
+    /// `status.podIP` is set (true) or not (false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_pod_ip: Option<bool>,
+    /// Conditions by type.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub conditions: BTreeMap<String, ConditionPattern>,
+    /// App container statuses by container name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub containers: BTreeMap<String, ContainerPattern>,
+    /// Init container statuses by container name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub init_containers: BTreeMap<String, ContainerPattern>,
+}
+
+impl PodPattern {
+    /// Whether the pattern checks anything about a pod that exists.
+    pub fn checks_fields(&self) -> bool {
+        self.phase.is_some()
+            || self.reason.is_some()
+            || self.message.is_some()
+            || self.deleting.is_some()
+            || self.has_pod_ip.is_some()
+            || !self.conditions.is_empty()
+            || !self.containers.is_empty()
+            || !self.init_containers.is_empty()
+    }
+}
+
+/// A condition of a pod or node.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConditionPattern {
+    /// `True`, `False` or `Unknown`.
+    pub status: ConditionStatus,
+    /// The reason equals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The message contains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Which state a container is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ContainerStateKind {
+    /// `state.waiting`.
+    Waiting,
+    /// `state.running`.
+    Running,
+    /// `state.terminated`.
+    Terminated,
+}
+
+impl ContainerStateKind {
+    /// The API field name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContainerStateKind::Waiting => "waiting",
+            ContainerStateKind::Running => "running",
+            ContainerStateKind::Terminated => "terminated",
+        }
+    }
+}
+
+/// What one container status must look like.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ContainerPattern {
+    /// The current state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<ContainerStateKind>,
+    /// `waiting.reason` or `terminated.reason` equals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `terminated.exitCode` equals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// `terminated.exitCode` is not 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<bool>,
+    /// `waiting.message` or `terminated.message` contains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// `restartCount` equals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_count: Option<i32>,
+    /// `restartCount` is at least.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_count_at_least: Option<i32>,
+    /// `ready`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<bool>,
+    /// `started`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<bool>,
+    /// `lastState` (the previous termination).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_state: Option<LastStatePattern>,
+}
+
+/// What `lastState` must look like.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LastStatePattern {
+    /// The state kind (normally `terminated`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<ContainerStateKind>,
+    /// The reason equals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `terminated.exitCode` equals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+}
+
+/// `expectNode`: what the node and its Lease must show, polled until it holds or `within` runs out.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeExpectation {
+    /// How long to wait for the node to match (default 30 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<CaseDuration>,
+    /// Node conditions by type.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub conditions: BTreeMap<String, ConditionPattern>,
+    /// The `Ready` condition's `lastHeartbeatTime` is at most this old.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_max_age: Option<CaseDuration>,
+    /// The node's Lease in `kube-node-lease` exists and its `renewTime` is at most this old.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_max_age: Option<CaseDuration>,
+    /// The Lease names the node as holder and has one owner reference to the Node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_held_by_node: Option<bool>,
+    /// Address types that must be present (`InternalIP`, `Hostname`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<String>,
+    /// Keys that must be present in `status.capacity` (`cpu`, `memory`, `pods`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity: Vec<String>,
+    /// Keys that must be present in `status.allocatable`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allocatable: Vec<String>,
+}
+
+/// `expectRuntime`: what the node's container runtime (fake-cri) holds for the case's pod; needs `runtime-control`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RuntimeExpectation {
+    /// How long to wait for the runtime to match (default 30 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<CaseDuration>,
+    /// How many of the pod's containers are running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_containers: Option<usize>,
+    /// How many of the pod's sandboxes are ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_sandboxes: Option<usize>,
+}

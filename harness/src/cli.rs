@@ -1,0 +1,316 @@
+//! The `nodeconform` command line: `run`, `list`, `check`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::backend::{AgentSpec, BackendKind, Cluster, ClusterOptions, Nodes};
+use crate::case::{self, LoadedCase};
+use crate::report::{self, Format};
+use crate::runner::{Janitor, Runner, Selection};
+
+/// Conformance cases for Kubernetes node agents.
+#[derive(Debug, Parser)]
+#[command(name = "nodeconform", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the cases against a cluster and an agent.
+    Run(RunArgs),
+    /// List the cases (`area::name`, tags, requirements).
+    List(ListArgs),
+    /// Validate case files; print every error with file:line:column.
+    Check(CheckArgs),
+}
+
+/// `nodeconform run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Where the API server comes from.
+    #[arg(long, value_enum, default_value_t = BackendKind::Embedded)]
+    pub backend: BackendKind,
+    /// Kubeconfig of an existing cluster (`--backend kubeconfig`; default $KUBECONFIG or ~/.kube/config).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Context in the kubeconfig.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Start this agent per case: `{kubeconfig} {node} {cri_endpoint} {root_dir}` are filled in (no shell).
+    #[arg(long, value_name = "TEMPLATE", conflicts_with = "node")]
+    pub agent_cmd: Option<String>,
+    /// Use this already running node (e.g. `kind-control-plane`); cases that need runtime control are ignored.
+    #[arg(long, value_name = "NAME")]
+    pub node: Option<String>,
+    /// Join the reference agent even where the backend brings its own node (kind).
+    #[arg(long, conflicts_with_all = ["node", "agent_cmd"])]
+    pub reference_agent: bool,
+    /// Cases run at once (default: number of cores).
+    #[arg(long, short)]
+    pub jobs: Option<usize>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Only cases with this tag (repeatable: all must match).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Leave out cases whose name contains this (repeatable).
+    #[arg(long, value_name = "SUBSTRING")]
+    pub skip: Vec<String>,
+    /// The cases directory.
+    #[arg(long, default_value_os_t = default_cases_dir())]
+    pub cases: PathBuf,
+    /// Run cases whose `area::name` contains any of these.
+    pub filter: Vec<String>,
+}
+
+/// `nodeconform list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The cases directory.
+    #[arg(long, default_value_os_t = default_cases_dir())]
+    pub cases: PathBuf,
+    /// Only cases whose `area::name` contains any of these.
+    pub filter: Vec<String>,
+}
+
+/// `nodeconform check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The cases directory (when no files are given).
+    #[arg(long, default_value_os_t = default_cases_dir())]
+    pub cases: PathBuf,
+    /// Case files to check instead of the whole directory.
+    pub files: Vec<PathBuf>,
+}
+
+/// `./cases` if it exists, else the repository's `cases/` next to this crate.
+pub fn default_cases_dir() -> PathBuf {
+    let local = PathBuf::from("cases");
+    if local.is_dir() {
+        return local;
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cases");
+    if repo.is_dir() { repo } else { local }
+}
+
+/// What went wrong at the top level.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Case files are broken (each error was printed).
+    #[error("{count} broken case file{}", if *count == 1 { "" } else { "s" })]
+    BrokenCases {
+        /// How many errors.
+        count: usize,
+    },
+    /// No case matched the filters.
+    #[error("no case matches the filters")]
+    NothingSelected,
+    /// The backend or agent could not start.
+    #[error(transparent)]
+    Backend(#[from] crate::backend::Error),
+}
+
+/// Exit code: 0 all passed, 1 a case failed, 130 interrupted.
+pub type ExitCode = i32;
+
+fn load(dir: &Path) -> Result<Vec<LoadedCase>, Error> {
+    let loaded = case::load_dir(dir);
+    if !loaded.errors.is_empty() {
+        for e in &loaded.errors {
+            eprintln!("error: {e}");
+        }
+        return Err(Error::BrokenCases {
+            count: loaded.errors.len(),
+        });
+    }
+    Ok(loaded.cases)
+}
+
+/// Runs a parsed command line.
+pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
+    match cli.command {
+        Command::Check(args) => check(&args),
+        Command::List(args) => {
+            let cases = load(&args.cases)?;
+            let selection = Selection {
+                filters: args.filter,
+                ..Default::default()
+            };
+            let mut out = std::io::stdout().lock();
+            for c in cases.iter().filter(|c| selection.matches(c)) {
+                let mut extra = Vec::new();
+                if !c.case.tags.is_empty() {
+                    extra.push(format!(
+                        "tags: {}",
+                        c.case.tags.iter().cloned().collect::<Vec<_>>().join(",")
+                    ));
+                }
+                if !c.case.requires.is_empty() {
+                    extra.push(format!(
+                        "requires: {}",
+                        c.case
+                            .requires
+                            .iter()
+                            .map(|r| r.as_str())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ));
+                }
+                let _ = writeln!(out, "{}  [{}]", c.id, extra.join("; "));
+                let first = c.case.description.lines().next().unwrap_or_default();
+                let _ = writeln!(out, "    {first}");
+            }
+            Ok(0)
+        }
+        Command::Run(args) => run_cases(args).await,
+    }
+}
+
+fn check(args: &CheckArgs) -> Result<ExitCode, Error> {
+    let mut errors = Vec::new();
+    let mut ok = 0usize;
+    if args.files.is_empty() {
+        let loaded = case::load_dir(&args.cases);
+        ok = loaded.cases.len();
+        errors = loaded.errors;
+    } else {
+        for f in &args.files {
+            match case::load_file(f) {
+                Ok(_) => ok += 1,
+                Err(e) => errors.extend(e),
+            }
+        }
+    }
+    for e in &errors {
+        eprintln!("error: {e}");
+    }
+    if errors.is_empty() {
+        println!("{ok} case{} OK", if ok == 1 { "" } else { "s" });
+        Ok(0)
+    } else {
+        Err(Error::BrokenCases {
+            count: errors.len(),
+        })
+    }
+}
+
+async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
+    let cases = load(&args.cases)?;
+    let selection = Selection {
+        filters: args.filter.clone(),
+        tags: args.tags.clone(),
+        skip: args.skip.clone(),
+        exact: false,
+    };
+    let selected: Vec<LoadedCase> = cases.into_iter().filter(|c| selection.matches(c)).collect();
+    if selected.is_empty() {
+        return Err(Error::NothingSelected);
+    }
+    let human = args.format == Format::Human;
+    let options = ClusterOptions {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+        progress: true,
+    };
+    // Ctrl-C from here on stops the run and cleans up (a kind cluster being created is deleted).
+    let (interrupt_tx, interrupt_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\ninterrupted: stopping cases and deleting what they created …");
+            let _ = interrupt_tx.send(true);
+        }
+    });
+    let interrupted = move || {
+        let mut rx = interrupt_rx.clone();
+        async move {
+            if rx.wait_for(|v| *v).await.is_err() {
+                futures::future::pending::<()>().await;
+            }
+        }
+    };
+    let cluster = tokio::select! {
+        c = Cluster::start(args.backend, &options) => c?,
+        _ = interrupted() => return Ok(130),
+    };
+    let spec = if let Some(node) = &args.node {
+        AgentSpec::Existing(node.clone())
+    } else if let Some(t) = &args.agent_cmd {
+        AgentSpec::Command(t.clone())
+    } else if args.reference_agent {
+        AgentSpec::Reference
+    } else if let Some(node) = &cluster.default_node {
+        AgentSpec::Existing(node.clone())
+    } else {
+        AgentSpec::Reference
+    };
+    if spec == AgentSpec::Reference {
+        crate::logs::capture_tracing();
+    }
+    let nodes = match Nodes::new(cluster.client.clone(), cluster.kubeconfig.clone(), spec) {
+        Ok(n) => Arc::new(n),
+        Err(e) => {
+            cluster.teardown().await;
+            return Err(e.into());
+        }
+    };
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+    });
+    let runner = Runner {
+        client: cluster.client.clone(),
+        nodes,
+        jobs,
+        janitor: Arc::new(Janitor::default()),
+    };
+    let header = report::human::header(
+        selected.len(),
+        &cluster.description,
+        &runner.nodes.spec().describe(),
+    );
+    if human {
+        print!("{header}");
+        println!();
+    } else {
+        eprint!("{header}");
+    }
+    let interrupt = interrupted();
+    let report = runner
+        .run(
+            &selected,
+            args.backend.as_str(),
+            |r| {
+                let line = report::human::line(r);
+                if human {
+                    println!("{line}");
+                } else {
+                    eprintln!("{line}");
+                }
+            },
+            interrupt,
+        )
+        .await;
+    runner.nodes.release_all().await;
+    cluster.teardown().await;
+    match args.format {
+        Format::Human => print!("{}", report::human::footer(&report)),
+        Format::Junit => println!("{}", report::junit::render(&report)),
+        Format::Json => println!("{}", report::json::render(&report)),
+    }
+    Ok(if report.interrupted {
+        130
+    } else if report.success() {
+        0
+    } else {
+        1
+    })
+}

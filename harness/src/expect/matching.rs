@@ -1,0 +1,269 @@
+//! Does one pod state match a pattern? The first mismatch, in words, or `None`.
+
+use k8s_openapi::api::core::v1::{ContainerState, ContainerStatus, Pod};
+
+use crate::case::pattern::LastStatePattern;
+use crate::case::{ConditionPattern, ContainerPattern, ContainerStateKind, PodPattern};
+
+use super::timeline::State;
+
+/// `None` when `state` matches `pattern`, else what differs.
+pub fn mismatch(pattern: &PodPattern, state: &State) -> Option<String> {
+    if pattern.gone {
+        return (!state.is_gone()).then(|| "the pod still exists".to_string());
+    }
+    pod_mismatch(pattern, &state.pod)
+}
+
+/// `None` when `pod` matches the field checks of `pattern` (ignores `gone`).
+pub fn pod_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref();
+    if let Some(phase) = pattern.phase {
+        let seen = status.and_then(|s| s.phase.as_deref()).unwrap_or("<none>");
+        if seen != phase.as_str() {
+            return Some(format!("phase is {seen}, expected {}", phase.as_str()));
+        }
+    }
+    if let Some(reason) = &pattern.reason {
+        let seen = status.and_then(|s| s.reason.as_deref()).unwrap_or("<none>");
+        if seen != reason {
+            return Some(format!("status.reason is {seen}, expected {reason}"));
+        }
+    }
+    if let Some(message) = &pattern.message {
+        let seen = status.and_then(|s| s.message.as_deref()).unwrap_or("");
+        if !seen.contains(message.as_str()) {
+            return Some(format!(
+                "status.message {seen:?} does not contain {message:?}"
+            ));
+        }
+    }
+    if let Some(deleting) = pattern.deleting {
+        let seen = pod.metadata.deletion_timestamp.is_some();
+        if seen != deleting {
+            return Some(format!(
+                "deletionTimestamp set: {seen}, expected {deleting}"
+            ));
+        }
+    }
+    if let Some(has_ip) = pattern.has_pod_ip {
+        let seen = status
+            .and_then(|s| s.pod_ip.as_deref())
+            .is_some_and(|ip| !ip.is_empty());
+        if seen != has_ip {
+            return Some(format!("podIP set: {seen}, expected {has_ip}"));
+        }
+    }
+    for (type_, cp) in &pattern.conditions {
+        let found = status
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| &c.type_ == type_))
+            .map(|c| (c.status.as_str(), c.reason.as_deref(), c.message.as_deref()));
+        if let Some(m) = condition_mismatch(type_, cp, found) {
+            return Some(m);
+        }
+    }
+    for (list, map, label) in [
+        (
+            status.and_then(|s| s.container_statuses.as_ref()),
+            &pattern.containers,
+            "container",
+        ),
+        (
+            status.and_then(|s| s.init_container_statuses.as_ref()),
+            &pattern.init_containers,
+            "init container",
+        ),
+    ] {
+        for (name, cp) in map {
+            let Some(cs) = list.into_iter().flatten().find(|c| &c.name == name) else {
+                return Some(format!("{label} {name} has no status"));
+            };
+            if let Some(m) = container_mismatch(cp, cs) {
+                return Some(format!("{label} {name}: {m}"));
+            }
+        }
+    }
+    None
+}
+
+/// `None` when a condition `(status, reason, message)` matches; `found = None` when absent.
+pub fn condition_mismatch(
+    type_: &str,
+    cp: &ConditionPattern,
+    found: Option<(&str, Option<&str>, Option<&str>)>,
+) -> Option<String> {
+    let Some((status, reason, message)) = found else {
+        return Some(format!(
+            "condition {type_} is absent, expected {}",
+            cp.status.as_str()
+        ));
+    };
+    if status != cp.status.as_str() {
+        return Some(format!(
+            "condition {type_} is {status}, expected {}",
+            cp.status.as_str()
+        ));
+    }
+    if let Some(want) = &cp.reason {
+        let seen = reason.unwrap_or("<none>");
+        if seen != want {
+            return Some(format!(
+                "condition {type_} reason is {seen}, expected {want}"
+            ));
+        }
+    }
+    if let Some(want) = &cp.message {
+        let seen = message.unwrap_or("");
+        if !seen.contains(want.as_str()) {
+            return Some(format!(
+                "condition {type_} message {seen:?} does not contain {want:?}"
+            ));
+        }
+    }
+    None
+}
+
+fn state_kind(state: Option<&ContainerState>) -> Option<ContainerStateKind> {
+    let state = state?;
+    if state.terminated.is_some() {
+        Some(ContainerStateKind::Terminated)
+    } else if state.running.is_some() {
+        Some(ContainerStateKind::Running)
+    } else if state.waiting.is_some() {
+        Some(ContainerStateKind::Waiting)
+    } else {
+        None
+    }
+}
+
+fn state_reason(state: Option<&ContainerState>) -> Option<&str> {
+    let state = state?;
+    state
+        .terminated
+        .as_ref()
+        .and_then(|t| t.reason.as_deref())
+        .or_else(|| state.waiting.as_ref().and_then(|w| w.reason.as_deref()))
+}
+
+fn state_message(state: Option<&ContainerState>) -> Option<&str> {
+    let state = state?;
+    state
+        .terminated
+        .as_ref()
+        .and_then(|t| t.message.as_deref())
+        .or_else(|| state.waiting.as_ref().and_then(|w| w.message.as_deref()))
+}
+
+fn exit_code(state: Option<&ContainerState>) -> Option<i32> {
+    state?.terminated.as_ref().map(|t| t.exit_code)
+}
+
+fn describe_kind(kind: Option<ContainerStateKind>) -> &'static str {
+    kind.map(ContainerStateKind::as_str).unwrap_or("<no state>")
+}
+
+fn container_mismatch(cp: &ContainerPattern, cs: &ContainerStatus) -> Option<String> {
+    let state = cs.state.as_ref();
+    if let Some(want) = cp.state {
+        let seen = state_kind(state);
+        if seen != Some(want) {
+            return Some(format!(
+                "state is {}, expected {}",
+                describe_kind(seen),
+                want.as_str()
+            ));
+        }
+    }
+    if let Some(want) = &cp.reason {
+        let seen = state_reason(state).unwrap_or("<none>");
+        if seen != want {
+            return Some(format!("reason is {seen}, expected {want}"));
+        }
+    }
+    if let Some(want) = cp.exit_code {
+        match exit_code(state) {
+            Some(code) if code == want => {}
+            Some(code) => return Some(format!("exit code is {code}, expected {want}")),
+            None => return Some(format!("not terminated, expected exit code {want}")),
+        }
+    }
+    if let Some(failed) = cp.failed {
+        match exit_code(state) {
+            Some(code) if (code != 0) == failed => {}
+            Some(code) => {
+                return Some(format!(
+                    "exit code is {code}, expected {}",
+                    if failed { "non-zero" } else { "0" }
+                ));
+            }
+            None => return Some("not terminated, expected an exit code".to_string()),
+        }
+    }
+    if let Some(want) = &cp.message {
+        let seen = state_message(state).unwrap_or("");
+        if !seen.contains(want.as_str()) {
+            return Some(format!("message {seen:?} does not contain {want:?}"));
+        }
+    }
+    if let Some(want) = cp.restart_count
+        && cs.restart_count != want
+    {
+        return Some(format!(
+            "restartCount is {}, expected {want}",
+            cs.restart_count
+        ));
+    }
+    if let Some(want) = cp.restart_count_at_least
+        && cs.restart_count < want
+    {
+        return Some(format!(
+            "restartCount is {}, expected at least {want}",
+            cs.restart_count
+        ));
+    }
+    if let Some(want) = cp.ready
+        && cs.ready != want
+    {
+        return Some(format!("ready is {}, expected {want}", cs.ready));
+    }
+    if let Some(want) = cp.started {
+        let seen = cs.started.unwrap_or(false);
+        if seen != want {
+            return Some(format!("started is {seen}, expected {want}"));
+        }
+    }
+    if let Some(last) = &cp.last_state
+        && let Some(m) = last_state_mismatch(last, cs.last_state.as_ref())
+    {
+        return Some(format!("lastState: {m}"));
+    }
+    None
+}
+
+fn last_state_mismatch(p: &LastStatePattern, state: Option<&ContainerState>) -> Option<String> {
+    if let Some(want) = p.state {
+        let seen = state_kind(state);
+        if seen != Some(want) {
+            return Some(format!(
+                "is {}, expected {}",
+                describe_kind(seen),
+                want.as_str()
+            ));
+        }
+    }
+    if let Some(want) = &p.reason {
+        let seen = state_reason(state).unwrap_or("<none>");
+        if seen != want {
+            return Some(format!("reason is {seen}, expected {want}"));
+        }
+    }
+    if let Some(want) = p.exit_code {
+        match exit_code(state) {
+            Some(code) if code == want => {}
+            Some(code) => return Some(format!("exit code is {code}, expected {want}")),
+            None => return Some(format!("not terminated, expected exit code {want}")),
+        }
+    }
+    None
+}

@@ -1,0 +1,34 @@
+//! nodeconform harness: runs YAML conformance cases against a Kubernetes node agent.
+//!
+//! How the parts fit:
+//! - [`case`] reads `cases/<area>/<name>.yaml` into typed cases (errors name file:line:column);
+//! - [`backend`] starts the cluster (embedded API server double, kind, an existing kubeconfig) and
+//!   hands each case a node (reference agent or `--agent-cmd` process with its own fake-cri, or an
+//!   existing node such as kind's kubelet);
+//! - [`runner`] runs cases in parallel, each in its own namespace: it records every pod state the
+//!   watch delivers, executes the steps (faults go to fake-cri's control API through [`control`]),
+//!   and cleans up — also after failures and Ctrl-C;
+//! - [`expect`] is the pure expectation engine: ordered patterns with time bounds, `never`,
+//!   invariants over every watched state, node checks;
+//! - [`report`] prints libtest-style lines and a table by area, JUnit XML or JSON;
+//! - [`cli`] is the `nodeconform` command line (`run`, `list`, `check`).
+//!
+//! ```no_run
+//! # async fn demo() {
+//! let loaded = nodeconform_harness::case::load_dir(std::path::Path::new("cases"));
+//! for e in &loaded.errors {
+//!     eprintln!("{e}"); // cases/deletion/x.yaml:12:9: unknown field `phas`, expected one of …
+//! }
+//! # }
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod case;
+pub mod cli;
+pub mod control;
+pub mod expect;
+pub mod logs;
+pub mod report;
+pub mod runner;

@@ -1,0 +1,138 @@
+//! libtest-style output: a line per case as it finishes, failure details, a table by area.
+
+use std::fmt::Write as _;
+
+use super::{CaseReport, Outcome, RunReport};
+
+/// The header printed before the cases run.
+pub fn header(count: usize, backend: &str, agent: &str) -> String {
+    format!(
+        "\nrunning {count} case{} on {backend} with {agent}\n",
+        if count == 1 { "" } else { "s" }
+    )
+}
+
+/// `test area::case ... ok (1.2s)` for one finished case.
+pub fn line(case: &CaseReport) -> String {
+    match case.outcome {
+        Outcome::Passed => format!(
+            "test {} ... ok ({:.1}s)",
+            case.name,
+            case.duration.as_secs_f64()
+        ),
+        Outcome::Failed => format!(
+            "test {} ... FAILED ({:.1}s)",
+            case.name,
+            case.duration.as_secs_f64()
+        ),
+        Outcome::Ignored => format!(
+            "test {} ... ignored, {}",
+            case.name,
+            case.reason.as_deref().unwrap_or("")
+        ),
+    }
+}
+
+/// Failure details, the summary table and the result line.
+pub fn footer(report: &RunReport) -> String {
+    let mut out = String::new();
+    let failed: Vec<&CaseReport> = report
+        .cases
+        .iter()
+        .filter(|c| c.outcome == Outcome::Failed)
+        .collect();
+    if !failed.is_empty() {
+        out.push_str("\nfailures:\n");
+        for c in &failed {
+            let _ = writeln!(out, "\n---- {} ----", c.name);
+            let _ = writeln!(out, "mirrors: {}", c.description.trim());
+            if let (Some(node), Some(ns)) = (&c.node, &c.namespace) {
+                let _ = writeln!(out, "node {node}, namespace {ns}");
+            }
+            for f in &c.failures {
+                let _ = writeln!(out, "{f}");
+            }
+            if !c.timeline.is_empty() {
+                let _ = writeln!(out, "timeline (watched states, time since case start):");
+                for t in &c.timeline {
+                    let _ = writeln!(out, "  {t}");
+                }
+            }
+            if !c.agent_log.is_empty() {
+                let _ = writeln!(out, "agent log (last {} lines):", c.agent_log.len());
+                for l in &c.agent_log {
+                    let _ = writeln!(out, "  | {l}");
+                }
+            }
+        }
+        out.push_str("\nfailures:\n");
+        for c in &failed {
+            let _ = writeln!(out, "    {}", c.name);
+        }
+    }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "{:<16} {:>6} {:>6} {:>7} {:>9}",
+        "area", "passed", "failed", "ignored", "time"
+    );
+    for (area, p, f, i, d) in report.by_area() {
+        let _ = writeln!(
+            out,
+            "{area:<16} {p:>6} {f:>6} {i:>7} {:>8.1}s",
+            d.as_secs_f64()
+        );
+    }
+    let (p, f, i) = report.counts();
+    let _ = writeln!(
+        out,
+        "{:<16} {p:>6} {f:>6} {i:>7} {:>8.1}s (wall)",
+        "total",
+        report.duration.as_secs_f64()
+    );
+    if report.interrupted {
+        out.push_str(
+            "\ninterrupted: the remaining cases did not run; everything created was deleted\n",
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\ntest result: {}. {p} passed; {f} failed; {i} ignored; finished in {:.2}s",
+        if report.success() { "ok" } else { "FAILED" },
+        report.duration.as_secs_f64()
+    );
+    out
+}
+
+/// The whole human report (header, lines, footer) at once.
+pub fn render(report: &RunReport) -> String {
+    let mut out = header(report.cases.len(), &report.backend, &report.agent);
+    for c in &report.cases {
+        out.push_str(&line(c));
+        out.push('\n');
+    }
+    out.push_str(&footer(report));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_lines_failures_and_table() {
+        let text = render(&super::super::sample());
+        assert!(text.contains("running 3 cases on embedded with reference agent"));
+        assert!(text.contains("test deletion::graceful ... FAILED (2.5s)"));
+        assert!(text.contains("test lifecycle::exit ... ok (1.2s)"));
+        assert!(text.contains("test node::runtime-down ... ignored, requires runtime-control"));
+        assert!(text.contains("---- deletion::graceful ----"));
+        assert!(text.contains("  +  1.000s MODIFIED phase=Running"));
+        assert!(text.contains("  | INFO agent: synced pod <p>"));
+        assert!(
+            text.contains("deletion              0      1       0      2.5s"),
+            "{text}"
+        );
+        assert!(text.contains("test result: FAILED. 1 passed; 1 failed; 1 ignored"));
+    }
+}

@@ -1,0 +1,416 @@
+//! Running one case: namespace, watch, steps, invariants, cleanup.
+
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, Toleration};
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use rand::Rng;
+use tokio::time::Instant;
+
+use super::janitor::Janitor;
+use super::recorder::Recorder;
+use crate::backend::{NodeHandle, Nodes};
+use crate::case::{
+    Case, LoadedCase, NodeExpectation, Object, PodExpectation, RuntimeExpectation, Step,
+};
+use crate::expect::{self, Progress, Start};
+use crate::report::{CaseReport, Outcome};
+
+/// Lines of agent log kept for a failed case.
+const LOG_TAIL: usize = 40;
+
+/// A case's namespace: `nc-<area>-<name>-<random>`, at most 63 characters.
+pub fn namespace_name(loaded: &LoadedCase) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    let suffix: String = (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect();
+    let slug: String = format!("{}-{}", loaded.id.area, loaded.id.name)
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .take(50)
+        .collect();
+    format!("nc-{}-{suffix}", slug.trim_matches('-'))
+}
+
+/// A case failure: the step and what went wrong.
+struct StepError {
+    step: Option<usize>,
+    kind: &'static str,
+    message: String,
+}
+
+impl StepError {
+    fn render(&self) -> String {
+        match self.step {
+            Some(i) => format!("step {} ({}): {}", i + 1, self.kind, self.message),
+            None => format!("{}: {}", self.kind, self.message),
+        }
+    }
+}
+
+struct Ctx<'a> {
+    client: kube::Client,
+    case: &'a Case,
+    namespace: String,
+    node: &'a NodeHandle,
+    start: Instant,
+    deadline: Instant,
+    recorder: Recorder,
+    cursor: usize,
+}
+
+/// Runs one case on a fresh node from `nodes`, in its own namespace; always cleans up.
+pub async fn run(
+    client: &kube::Client,
+    nodes: &Nodes,
+    janitor: &Janitor,
+    loaded: &LoadedCase,
+) -> CaseReport {
+    let start = Instant::now();
+    let case = &loaded.case;
+    let mut report = CaseReport {
+        name: loaded.id.to_string(),
+        area: loaded.id.area.clone(),
+        description: case.description.clone(),
+        outcome: Outcome::Passed,
+        reason: None,
+        duration: Duration::ZERO,
+        failures: Vec::new(),
+        timeline: Vec::new(),
+        agent_log: Vec::new(),
+        node: None,
+        namespace: None,
+    };
+    let node = match nodes.acquire(&loaded.id.to_string()).await {
+        Ok(n) => n,
+        Err(e) => {
+            report.outcome = Outcome::Failed;
+            report.failures.push(format!("setup: {e}"));
+            report.duration = start.elapsed();
+            return report;
+        }
+    };
+    report.node = Some(node.name.clone());
+    let namespace = namespace_name(loaded);
+    report.namespace = Some(namespace.clone());
+    janitor.register(&namespace, &case.objects);
+
+    let outcome = run_in_namespace(client, case, &namespace, &node, start).await;
+    let (errors, states) = match outcome {
+        Ok((errors, states)) => (errors, states),
+        Err(e) => (vec![e], Vec::new()),
+    };
+    let mut failures: Vec<String> = errors.iter().map(StepError::render).collect();
+    for v in expect::invariants::check(&states) {
+        failures.push(v.to_string());
+    }
+    janitor.clean(client, &namespace).await;
+    if !failures.is_empty() {
+        report.outcome = Outcome::Failed;
+        report.failures = failures;
+        report.timeline = states
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("#{i:<2} {}", s.summary()))
+            .collect();
+        report.agent_log = node.log_tail(LOG_TAIL, &namespace);
+    }
+    nodes.release(node).await;
+    report.duration = start.elapsed();
+    report
+}
+
+async fn run_in_namespace(
+    client: &kube::Client,
+    case: &Case,
+    namespace: &str,
+    node: &NodeHandle,
+    start: Instant,
+) -> Result<(Vec<StepError>, Vec<expect::State>), StepError> {
+    let setup = |message: String| StepError {
+        step: None,
+        kind: "setup",
+        message,
+    };
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(namespace.to_string());
+    ns.metadata.labels = Some(
+        [(
+            "app.kubernetes.io/managed-by".to_string(),
+            "nodeconform".to_string(),
+        )]
+        .into_iter()
+        .collect(),
+    );
+    if let Err(e) = namespaces.create(&PostParams::default(), &ns).await
+        && !matches!(&e, kube::Error::Api(s) if s.code == 409)
+    {
+        return Err(setup(format!("creating namespace {namespace}: {e}")));
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let recorder = Recorder::start(pods, case.pod_name(), start)
+        .await
+        .map_err(|e| setup(format!("watching pods in {namespace}: {e}")))?;
+    let mut ctx = Ctx {
+        client: client.clone(),
+        case,
+        namespace: namespace.to_string(),
+        node,
+        start,
+        deadline: start + case.timeout.get(),
+        recorder,
+        cursor: 0,
+    };
+    let mut errors = Vec::new();
+    let timeout = case.timeout.get() + Duration::from_secs(5);
+    match tokio::time::timeout(timeout, ctx.steps()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => errors.push(e),
+        Err(_) => errors.push(StepError {
+            step: None,
+            kind: "timeout",
+            message: format!(
+                "the case did not finish within its timeout {}",
+                case.timeout
+            ),
+        }),
+    }
+    Ok((errors, ctx.recorder.snapshot()))
+}
+
+impl Ctx<'_> {
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    async fn steps(&mut self) -> Result<(), StepError> {
+        for (i, step) in self.case.steps.iter().enumerate() {
+            let err = |message: String| StepError {
+                step: Some(i),
+                kind: step.kind(),
+                message,
+            };
+            match step {
+                Step::Create => self.create().await.map_err(err)?,
+                Step::Delete(d) => self.delete(d.grace_period_seconds).await.map_err(err)?,
+                Step::RemoveFinalizers => self.remove_finalizers().await.map_err(err)?,
+                Step::Fault(fault) => {
+                    let Some(control) = &self.node.control else {
+                        return Err(err("this setup has no runtime control".into()));
+                    };
+                    control
+                        .inject(fault, &self.namespace, self.case.pod_name())
+                        .await
+                        .map_err(|e| err(e.to_string()))?;
+                }
+                Step::Wait(d) => {
+                    let until = (Instant::now() + d.get()).min(self.deadline);
+                    tokio::time::sleep_until(until).await;
+                }
+                Step::Expect(exp) => self.expect(exp).await.map_err(err)?,
+                Step::ExpectNode(exp) => self.expect_node(exp).await.map_err(err)?,
+                Step::ExpectRuntime(exp) => self.expect_runtime(exp).await.map_err(err)?,
+            }
+        }
+        Ok(())
+    }
+
+    async fn create(&mut self) -> Result<(), String> {
+        for object in &self.case.objects {
+            let result = match object {
+                Object::ConfigMap(c) => {
+                    let mut c = (**c).clone();
+                    c.metadata.namespace = Some(self.namespace.clone());
+                    Api::<ConfigMap>::namespaced(self.client.clone(), &self.namespace)
+                        .create(&PostParams::default(), &c)
+                        .await
+                        .map(|_| ())
+                }
+                Object::Secret(s) => {
+                    let mut s = (**s).clone();
+                    s.metadata.namespace = Some(self.namespace.clone());
+                    Api::<Secret>::namespaced(self.client.clone(), &self.namespace)
+                        .create(&PostParams::default(), &s)
+                        .await
+                        .map(|_| ())
+                }
+            };
+            result.map_err(|e| format!("creating {}: {e}", object.describe()))?;
+        }
+        let mut pod = (*self.case.pod).clone();
+        pod.metadata.namespace = Some(self.namespace.clone());
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.node_name = Some(self.node.name.clone());
+            if !self.node.is_spawned() {
+                // A shared, existing node (kind's control plane) may carry NoSchedule/NoExecute taints.
+                spec.tolerations
+                    .get_or_insert_with(Vec::new)
+                    .push(Toleration {
+                        operator: Some("Exists".into()),
+                        ..Default::default()
+                    });
+            }
+        }
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
+        // A fresh namespace on a real cluster gets its `default` ServiceAccount a moment later.
+        let retry_until = Instant::now() + Duration::from_secs(15);
+        loop {
+            match pods.create(&PostParams::default(), &pod).await {
+                Ok(_) => return Ok(()),
+                Err(kube::Error::Api(s))
+                    if s.message.contains("serviceaccount") && Instant::now() < retry_until =>
+                {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                }
+                Err(e) => return Err(format!("creating pod {}: {e}", self.case.pod_name())),
+            }
+        }
+    }
+
+    async fn delete(&mut self, grace: Option<i64>) -> Result<(), String> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
+        let mut params = DeleteParams::default();
+        if let Some(g) = grace {
+            params = params.grace_period(u32::try_from(g).unwrap_or(u32::MAX));
+        }
+        pods.delete(self.case.pod_name(), &params)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("deleting pod {}: {e}", self.case.pod_name()))
+    }
+
+    async fn remove_finalizers(&mut self) -> Result<(), String> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
+        pods.patch(
+            self.case.pod_name(),
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("removing finalizers of pod {}: {e}", self.case.pod_name()))
+    }
+
+    async fn expect(&mut self, exp: &PodExpectation) -> Result<(), String> {
+        let start = Start {
+            cursor: self.cursor,
+            at: self.now(),
+            default_within: self.deadline.saturating_duration_since(Instant::now()),
+        };
+        loop {
+            let states = self.recorder.snapshot();
+            let now = self.now();
+            let case_over = Instant::now() >= self.deadline;
+            let progress = expect::evaluate(
+                exp,
+                &states,
+                start,
+                if case_over { Duration::MAX } else { now },
+            );
+            match progress {
+                Progress::Done { cursor } => {
+                    self.cursor = cursor;
+                    return Ok(());
+                }
+                Progress::Failed(f) => {
+                    let mut text = f.to_string();
+                    if case_over {
+                        text.push_str(&format!(
+                            " (the case timeout {} ran out)",
+                            self.case.timeout
+                        ));
+                    }
+                    return Err(text);
+                }
+                Progress::Waiting { deadline } => {
+                    let wake =
+                        (self.start + deadline + Duration::from_millis(1)).min(self.deadline);
+                    tokio::select! {
+                        _ = self.recorder.changed() => {}
+                        _ = tokio::time::sleep_until(wake) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    async fn expect_runtime(&mut self, exp: &RuntimeExpectation) -> Result<(), String> {
+        let Some(control) = &self.node.control else {
+            return Err("this setup has no runtime control".into());
+        };
+        let within = exp
+            .within
+            .map(|d| d.get())
+            .unwrap_or(Duration::from_secs(30));
+        let until = (Instant::now() + within).min(self.deadline);
+        loop {
+            let state = control
+                .request("GET", "/v1/state", None)
+                .await
+                .map_err(|e| e.to_string())?;
+            let problem = match crate::control::runtime_mismatch(
+                exp,
+                &state,
+                &self.namespace,
+                self.case.pod_name(),
+            ) {
+                None => return Ok(()),
+                Some(p) => p,
+            };
+            if Instant::now() >= until {
+                return Err(format!(
+                    "runtime expectation not met within {:.1}s: {problem}",
+                    within.as_secs_f64()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    async fn expect_node(&mut self, exp: &NodeExpectation) -> Result<(), String> {
+        let within = exp
+            .within
+            .map(|d| d.get())
+            .unwrap_or(Duration::from_secs(30));
+        let until = (Instant::now() + within).min(self.deadline);
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), "kube-node-lease");
+        loop {
+            let node = nodes
+                .get_opt(&self.node.name)
+                .await
+                .map_err(|e| format!("reading node {}: {e}", self.node.name))?;
+            let lease = leases.get_opt(&self.node.name).await.ok().flatten();
+            let now = k8s_openapi::jiff::Timestamp::now();
+            let problem = match &node {
+                None => format!("node {} does not exist", self.node.name),
+                Some(n) => match expect::node::mismatch(exp, n, lease.as_ref(), now) {
+                    None => return Ok(()),
+                    Some(m) => format!(
+                        "{m}\n  node {}: {}",
+                        self.node.name,
+                        expect::node::summarize(n, lease.as_ref(), now)
+                    ),
+                },
+            };
+            if Instant::now() >= until {
+                return Err(format!(
+                    "node expectation not met within {:.1}s: {problem}",
+                    within.as_secs_f64()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! The case runner: selection, `requires` → ignored, parallel execution, cleanup on Ctrl-C.
+
+pub mod case_run;
+pub mod janitor;
+pub mod recorder;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::time::Instant;
+
+use crate::backend::{AgentSpec, Nodes};
+use crate::case::{LoadedCase, Requirement};
+use crate::report::{CaseReport, Outcome, RunReport};
+
+pub use janitor::Janitor;
+
+/// Which cases to run.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Substrings of `area::name`; a case runs when it contains any (all cases when empty).
+    pub filters: Vec<String>,
+    /// Only cases with every one of these tags.
+    pub tags: Vec<String>,
+    /// Cases whose name contains any of these are left out.
+    pub skip: Vec<String>,
+    /// `filters` must equal the name.
+    pub exact: bool,
+}
+
+impl Selection {
+    /// Whether `case` is selected.
+    pub fn matches(&self, case: &LoadedCase) -> bool {
+        let name = case.id.to_string();
+        let by_name = self.filters.is_empty()
+            || self.filters.iter().any(|f| {
+                if self.exact {
+                    &name == f
+                } else {
+                    name.contains(f.as_str())
+                }
+            });
+        let by_tag = self.tags.iter().all(|t| case.case.tags.contains(t));
+        let skipped = self.skip.iter().any(|s| name.contains(s.as_str()));
+        by_name && by_tag && !skipped
+    }
+}
+
+/// Why `case` cannot run with `agent`, if it cannot.
+pub fn ignore_reason(case: &LoadedCase, agent: &AgentSpec) -> Option<String> {
+    let has_control = agent.has_runtime_control();
+    for req in &case.case.requires {
+        let ok = match req {
+            Requirement::RuntimeControl | Requirement::DedicatedNode => has_control,
+        };
+        if !ok {
+            return Some(format!(
+                "requires {}: an existing node (--node) has no runtime control and is shared",
+                req.as_str()
+            ));
+        }
+    }
+    None
+}
+
+fn ignored(case: &LoadedCase, reason: String) -> CaseReport {
+    CaseReport {
+        name: case.id.to_string(),
+        area: case.id.area.clone(),
+        description: case.case.description.clone(),
+        outcome: Outcome::Ignored,
+        reason: Some(reason),
+        duration: Duration::ZERO,
+        failures: Vec::new(),
+        timeline: Vec::new(),
+        agent_log: Vec::new(),
+        node: None,
+        namespace: None,
+    }
+}
+
+/// Runs the selected cases: what a run needs.
+pub struct Runner {
+    /// A client of the cluster.
+    pub client: kube::Client,
+    /// Where cases get their node.
+    pub nodes: Arc<Nodes>,
+    /// How many cases run at once.
+    pub jobs: usize,
+    /// Tracks what cases made, for cleanup.
+    pub janitor: Arc<Janitor>,
+}
+
+impl Runner {
+    /// Runs `cases` (already selected), calling `on_done` as each finishes; stops early (and cleans up)
+    /// when `interrupt` resolves.
+    pub async fn run(
+        &self,
+        cases: &[LoadedCase],
+        backend: &str,
+        mut on_done: impl FnMut(&CaseReport),
+        interrupt: impl std::future::Future<Output = ()>,
+    ) -> RunReport {
+        let start = Instant::now();
+        let mut reports = Vec::new();
+        let mut runnable = Vec::new();
+        for case in cases {
+            match ignore_reason(case, self.nodes.spec()) {
+                Some(reason) => {
+                    let r = ignored(case, reason);
+                    on_done(&r);
+                    reports.push(r);
+                }
+                None => runnable.push(case),
+            }
+        }
+        let mut stream = futures::stream::iter(runnable.into_iter().map(|case| {
+            let client = self.client.clone();
+            let nodes = Arc::clone(&self.nodes);
+            let janitor = Arc::clone(&self.janitor);
+            async move { case_run::run(&client, &nodes, &janitor, case).await }
+        }))
+        .buffer_unordered(self.jobs.max(1));
+        let mut interrupt = std::pin::pin!(interrupt);
+        let mut interrupted = false;
+        loop {
+            tokio::select! {
+                next = stream.next() => match next {
+                    Some(r) => {
+                        on_done(&r);
+                        reports.push(r);
+                    }
+                    None => break,
+                },
+                _ = &mut interrupt => {
+                    interrupted = true;
+                    break;
+                }
+            }
+        }
+        drop(stream);
+        if interrupted {
+            self.janitor.clean_all(&self.client).await;
+        }
+        reports.sort_by(|a, b| a.name.cmp(&b.name));
+        RunReport {
+            backend: backend.to_string(),
+            agent: self.nodes.spec().describe(),
+            cases: reports,
+            duration: start.elapsed(),
+            interrupted,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::{CaseId, load};
+    use std::path::Path;
+
+    fn case(area: &str, name: &str, tags: &str, requires: &str) -> LoadedCase {
+        let text = format!(
+            "name: {name}\ndescription: d\ntags: [{tags}]\nrequires: [{requires}]\npod:\n  metadata: {{name: p}}\n  spec:\n    containers: [{{name: c, image: busybox:1.36}}]\nsteps:\n  - create\n"
+        );
+        LoadedCase {
+            id: CaseId {
+                area: area.into(),
+                name: name.into(),
+            },
+            path: "x".into(),
+            case: load::parse_str(Path::new("x.yaml"), &text, name).expect("valid"),
+        }
+    }
+
+    #[test]
+    fn selection_by_substring_tag_and_skip() {
+        let a = case("deletion", "graceful", "conformance", "");
+        let b = case("node", "runtime-down", "node", "runtime-control");
+        let all = Selection::default();
+        assert!(all.matches(&a) && all.matches(&b));
+        let by_name = Selection {
+            filters: vec!["deletion".into()],
+            ..Default::default()
+        };
+        assert!(by_name.matches(&a) && !by_name.matches(&b));
+        let by_tag = Selection {
+            tags: vec!["conformance".into()],
+            ..Default::default()
+        };
+        assert!(by_tag.matches(&a) && !by_tag.matches(&b));
+        let skip = Selection {
+            skip: vec!["runtime".into()],
+            ..Default::default()
+        };
+        assert!(skip.matches(&a) && !skip.matches(&b));
+        let exact = Selection {
+            filters: vec!["deletion::grace".into()],
+            exact: true,
+            ..Default::default()
+        };
+        assert!(!exact.matches(&a));
+    }
+
+    #[test]
+    fn runtime_control_cases_are_ignored_on_an_existing_node() {
+        let b = case("node", "runtime-down", "node", "runtime-control");
+        let reason = ignore_reason(&b, &AgentSpec::Existing("kind-control-plane".into())).unwrap();
+        assert!(reason.starts_with("requires runtime-control"), "{reason}");
+        assert_eq!(ignore_reason(&b, &AgentSpec::Reference), None);
+        assert_eq!(ignore_reason(&b, &AgentSpec::Command("x".into())), None);
+    }
+}

@@ -1,0 +1,217 @@
+//! `--agent-cmd` with a deliberately wrong agent (examples/stuck_agent.rs: never reports Running):
+//! the case fails and the report shows what was seen, when, and the agent's output.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use nodeconform_harness::backend::{AgentSpec, BackendKind, Cluster, ClusterOptions, Nodes};
+use nodeconform_harness::case::load;
+use nodeconform_harness::report::{self, Outcome};
+use nodeconform_harness::runner::{Janitor, Runner};
+
+const CASE: &str = r#"name: runs
+description: "Pods should get a host IP (test/e2e/common/node/pods.go)"
+timeout: 10s
+pod:
+  metadata:
+    name: sleeper
+  spec:
+    containers:
+      - name: c
+        image: busybox:1.36
+        command: ["sleep", "3600"]
+steps:
+  - create
+  - expect:
+      within: 2s
+      states:
+        - phase: Running
+          containers:
+            c: {state: running}
+"#;
+
+fn stuck_agent() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let path = exe.parent()?.parent()?.join("examples/stuck_agent");
+    path.exists().then_some(path)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_agent_fails_with_a_timeline() {
+    let Some(agent) = stuck_agent() else {
+        eprintln!(
+            "note: examples/stuck_agent is not built (run `cargo test` without --test); skipped"
+        );
+        return;
+    };
+    let case =
+        load::parse_str(Path::new("cases/lifecycle/runs.yaml"), CASE, "runs").expect("valid case");
+    let loaded = nodeconform_harness::case::LoadedCase {
+        id: nodeconform_harness::case::CaseId {
+            area: "lifecycle".into(),
+            name: "runs".into(),
+        },
+        path: "cases/lifecycle/runs.yaml".into(),
+        case,
+    };
+    let cluster = Cluster::start(BackendKind::Embedded, &ClusterOptions::default())
+        .await
+        .expect("embedded backend");
+    let template = format!(
+        "{} --kubeconfig {{kubeconfig}} --node {{node}}",
+        agent.display()
+    );
+    let nodes = Nodes::new(
+        cluster.client.clone(),
+        cluster.kubeconfig.clone(),
+        AgentSpec::Command(template),
+    )
+    .expect("nodes");
+    let runner = Runner {
+        client: cluster.client.clone(),
+        nodes: Arc::new(nodes),
+        jobs: 1,
+        janitor: Arc::new(Janitor::default()),
+    };
+    let report = runner
+        .run(&[loaded], "embedded", |_| {}, futures::future::pending())
+        .await;
+    cluster.teardown().await;
+
+    let case = &report.cases[0];
+    assert_eq!(case.outcome, Outcome::Failed);
+    let failure = case.failures.join("\n");
+    assert!(
+        failure.contains("step 2 (expect): states[0] not seen within 2.0s"),
+        "{failure}"
+    );
+    assert!(
+        failure.contains("phase is Pending, expected Running"),
+        "{failure}"
+    );
+    let timeline = case.timeline.join("\n");
+    assert!(
+        timeline.contains("c: waiting/ContainerCreating"),
+        "{timeline}"
+    );
+    assert!(
+        case.timeline
+            .iter()
+            .all(|l| l.contains('+') && l.contains("s ")),
+        "{timeline}"
+    );
+    assert!(
+        case.agent_log
+            .iter()
+            .any(|l| l.contains("stays in ContainerCreating")),
+        "{:?}",
+        case.agent_log
+    );
+
+    let human = report::human::render(&report);
+    assert!(human.contains("test lifecycle::runs ... FAILED"), "{human}");
+    let xml = report::junit::render(&report);
+    let parsed = quick_junit::Report::deserialize_from_str(&xml).expect("valid JUnit");
+    assert_eq!(parsed.failures, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_run_deletes_what_it_made() {
+    use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+    use kube::Api;
+    use kube::api::ListParams;
+
+    let Some(agent) = stuck_agent() else {
+        eprintln!(
+            "note: examples/stuck_agent is not built (run `cargo test` without --test); skipped"
+        );
+        return;
+    };
+    let text = CASE
+        .replace("within: 2s", "within: 30s")
+        .replace("timeout: 10s", "timeout: 40s");
+    let case =
+        load::parse_str(Path::new("cases/lifecycle/runs.yaml"), &text, "runs").expect("valid case");
+    let loaded = nodeconform_harness::case::LoadedCase {
+        id: nodeconform_harness::case::CaseId {
+            area: "lifecycle".into(),
+            name: "runs".into(),
+        },
+        path: "cases/lifecycle/runs.yaml".into(),
+        case,
+    };
+    let cluster = Cluster::start(BackendKind::Embedded, &ClusterOptions::default())
+        .await
+        .expect("embedded backend");
+    let template = format!(
+        "{} --kubeconfig {{kubeconfig}} --node {{node}}",
+        agent.display()
+    );
+    let nodes = Nodes::new(
+        cluster.client.clone(),
+        cluster.kubeconfig.clone(),
+        AgentSpec::Command(template),
+    )
+    .expect("nodes");
+    let runner = Runner {
+        client: cluster.client.clone(),
+        nodes: Arc::new(nodes),
+        jobs: 1,
+        janitor: Arc::new(Janitor::default()),
+    };
+    let pods: Api<Pod> = Api::all(cluster.client.clone());
+    let wait_for_pod = {
+        let pods = pods.clone();
+        async move {
+            // "Ctrl-C" once the case's pod exists.
+            for _ in 0..100 {
+                if pods
+                    .list(&ListParams::default())
+                    .await
+                    .is_ok_and(|l| !l.items.is_empty())
+                {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let started = std::time::Instant::now();
+    let report = runner
+        .run(&[loaded], "embedded", |_| {}, wait_for_pod)
+        .await;
+    runner.nodes.release_all().await;
+    assert!(report.interrupted);
+    assert!(report.cases.is_empty());
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert!(
+        pods.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
+        "pods left behind"
+    );
+    let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
+    let left: Vec<String> = namespaces
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .filter(|n| n.starts_with("nc-"))
+        .collect();
+    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+    let nodes_left: Api<Node> = Api::all(cluster.client.clone());
+    assert!(
+        nodes_left
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
+        "nodes left behind"
+    );
+    cluster.teardown().await;
+}

@@ -1,0 +1,88 @@
+//! The `nodeconform` binary: `check`, `list`, and `run` output formats.
+
+use std::process::Command;
+
+fn nodeconform(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_nodeconform"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("nodeconform runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn check_reports_every_broken_file_with_its_location() {
+    let dir = tempfile::tempdir().unwrap();
+    let area = dir.path().join("lifecycle");
+    std::fs::create_dir(&area).unwrap();
+    let good = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../cases/lifecycle/never-fails.yaml"
+    ))
+    .unwrap();
+    std::fs::write(
+        area.join("never-fails.yaml"),
+        good.replace("phase: Failed", "phase: Faild"),
+    )
+    .unwrap();
+    std::fs::write(
+        area.join("typo.yaml"),
+        good.replace("name: never-fails", "name: typo")
+            .replace("restartPolicy:", "restartPolcy:"),
+    )
+    .unwrap();
+    let cases = dir.path().to_str().unwrap();
+    let (code, _, stderr) = nodeconform(&["check", "--cases", cases]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "never-fails.yaml:23:18: steps[1].expect.states[0].phase: unknown variant `Faild`"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("typo.yaml:13:5: pod.spec: unknown field `restartPolcy`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("2 broken case files"), "{stderr}");
+
+    let (code, stdout, _) = nodeconform(&["check"]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("cases OK"), "{stdout}");
+}
+
+#[test]
+fn list_names_cases_by_area() {
+    let (code, stdout, _) = nodeconform(&["list", "deletion"]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("deletion::graceful-term-trap"), "{stdout}");
+    assert!(!stdout.contains("lifecycle::"), "{stdout}");
+}
+
+#[cfg(feature = "embedded")]
+#[test]
+fn run_on_an_existing_node_ignores_runtime_control_cases_in_junit() {
+    let (code, stdout, stderr) = nodeconform(&[
+        "run",
+        "--node",
+        "kind-control-plane",
+        "--tag",
+        "fault",
+        "--format",
+        "junit",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let report = quick_junit::Report::deserialize_from_str(&stdout).expect("valid JUnit XML");
+    assert!(report.tests >= 2);
+    assert_eq!(report.failures, 0);
+    assert!(stdout.contains("requires runtime-control"), "{stdout}");
+    assert!(
+        stderr.contains("ignored, requires runtime-control"),
+        "{stderr}"
+    );
+}
