@@ -16,6 +16,19 @@ fn value(value: u64) -> Option<v1::UInt64Value> {
     Some(v1::UInt64Value { value })
 }
 
+/// Memory statistics for a working set of `bytes`.
+fn memory_usage(timestamp: i64, bytes: u64) -> v1::MemoryUsage {
+    v1::MemoryUsage {
+        timestamp,
+        working_set_bytes: value(bytes),
+        available_bytes: value(0),
+        usage_bytes: value(bytes),
+        rss_bytes: value(bytes),
+        page_faults: value(0),
+        major_page_faults: value(0),
+    }
+}
+
 /// A stable working set between 2 and 10 MiB, derived from the id.
 fn memory_bytes(id: &str) -> u64 {
     let seed = fake_digest(id);
@@ -42,15 +55,7 @@ pub(crate) fn container(c: &Container, mountpoint: &str) -> v1::ContainerStats {
             usage_core_nano_seconds: value(if c.started_at == 0 { 0 } else { ran / 100 }),
             usage_nano_cores: value(if running { NANO_CORES } else { 0 }),
         }),
-        memory: Some(v1::MemoryUsage {
-            timestamp,
-            working_set_bytes: value(memory),
-            available_bytes: value(0),
-            usage_bytes: value(memory),
-            rss_bytes: value(memory),
-            page_faults: value(0),
-            major_page_faults: value(0),
-        }),
+        memory: Some(memory_usage(timestamp, memory)),
         writable_layer: Some(v1::FilesystemUsage {
             timestamp,
             fs_id: Some(v1::FilesystemIdentifier {
@@ -99,15 +104,7 @@ pub(crate) fn sandbox<'a>(
                 usage_core_nano_seconds: value(cpu_total),
                 usage_nano_cores: value(nano_cores),
             }),
-            memory: Some(v1::MemoryUsage {
-                timestamp,
-                working_set_bytes: value(memory),
-                available_bytes: value(0),
-                usage_bytes: value(memory),
-                rss_bytes: value(memory),
-                page_faults: value(0),
-                major_page_faults: value(0),
-            }),
+            memory: Some(memory_usage(timestamp, memory)),
             network: Some(v1::NetworkUsage {
                 timestamp,
                 default_interface: Some(v1::NetworkInterfaceUsage {
