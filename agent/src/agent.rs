@@ -9,6 +9,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Node;
 use tokio::sync::{OnceCell, mpsc, watch};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use crate::metrics::Metrics;
 use crate::pod_workers::PodWorkers;
@@ -142,8 +143,13 @@ impl AgentBuilder {
         self
     }
 
-    /// Starts every part of the agent.
+    /// Starts every part of the agent. Its tasks log in an `agent` span with `node=<name>`.
     pub async fn spawn(self) -> Result<AgentHandle, Error> {
+        let span = tracing::info_span!("agent", node = %self.node_name);
+        self.spawn_tasks().instrument(span).await
+    }
+
+    async fn spawn_tasks(self) -> Result<AgentHandle, Error> {
         std::fs::create_dir_all(&self.root_dir).map_err(|source| Error::RootDir {
             path: self.root_dir.clone(),
             source,
@@ -175,28 +181,34 @@ impl AgentBuilder {
 
         let node_ip = self.node_ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let (node_tx, node_rx) = watch::channel::<Option<Node>>(None);
-        tasks.push(tokio::spawn(node_status::run(
-            self.client.clone(),
-            node_status::Config {
-                node_name: self.node_name.clone(),
-                node_ip,
-                max_pods: self.max_pods,
-                root_dir: self.root_dir.clone(),
-                port,
-            },
-            runtime.clone(),
-            self.timings.clone(),
-            metrics.clone(),
-            node_tx,
-            shutdown.clone(),
-        )));
-        tasks.push(tokio::spawn(node_lease::run(
-            self.client.clone(),
-            self.timings.clone(),
-            metrics.clone(),
-            node_rx.clone(),
-            shutdown.clone(),
-        )));
+        tasks.push(tokio::spawn(
+            node_status::run(
+                self.client.clone(),
+                node_status::Config {
+                    node_name: self.node_name.clone(),
+                    node_ip,
+                    max_pods: self.max_pods,
+                    root_dir: self.root_dir.clone(),
+                    port,
+                },
+                runtime.clone(),
+                self.timings.clone(),
+                metrics.clone(),
+                node_tx,
+                shutdown.clone(),
+            )
+            .in_current_span(),
+        ));
+        tasks.push(tokio::spawn(
+            node_lease::run(
+                self.client.clone(),
+                self.timings.clone(),
+                metrics.clone(),
+                node_rx.clone(),
+                shutdown.clone(),
+            )
+            .in_current_span(),
+        ));
 
         let (status, status_task) = status_manager::spawn(
             self.client.clone(),
@@ -243,17 +255,21 @@ impl AgentBuilder {
             snapshot_rx,
             self.timings.minimum_stop_grace,
         );
-        tasks.push(tokio::spawn(sync_loop.run(
-            Inputs {
-                config: config_rx,
-                pleg: pleg_rx,
-                done: done_rx,
-            },
-            self.timings.sync_frequency,
-            self.timings.housekeeping_period,
-            shutdown.clone(),
-        )));
-        tracing::info!(node = %self.node_name, cri = %self.cri_endpoint, "agent started");
+        tasks.push(tokio::spawn(
+            sync_loop
+                .run(
+                    Inputs {
+                        config: config_rx,
+                        pleg: pleg_rx,
+                        done: done_rx,
+                    },
+                    self.timings.sync_frequency,
+                    self.timings.housekeeping_period,
+                    shutdown.clone(),
+                )
+                .in_current_span(),
+        ));
+        tracing::info!(cri = %self.cri_endpoint, "agent started");
         Ok(AgentHandle {
             node: node_rx,
             shutdown: shutdown_tx,

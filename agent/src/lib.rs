@@ -17,7 +17,7 @@
 //! - [`housekeeping`] removes what the runtime still runs for pods the API no
 //!   longer has; [`node_status`] and [`node_lease`] keep the Node and its Lease
 //!   fresh; [`server`] serves `/healthz` and [`metrics`] on 127.0.0.1;
-//!   [`prober`] marks where probes will plug in.
+//!   [`prober`] runs startup, liveness and readiness probes.
 //!
 //! Tasks own their state and talk over channels; every loop stops on the
 //! shutdown signal of [`AgentHandle::shutdown`]. All periods are in [`Timings`].
@@ -38,6 +38,7 @@
 
 mod agent;
 pub mod backoff;
+pub mod container_log;
 pub mod housekeeping;
 pub mod metrics;
 pub mod node_lease;

@@ -104,9 +104,11 @@ async fn main() -> anyhow::Result<()> {
         builder = builder.node_ip(ip);
     }
     let agent = builder.spawn().await.context("starting the agent")?;
+    let trim = tokio::spawn(trim_malloc(Duration::from_secs(2)));
     tokio::select! {
         _ = agent.ready() => tracing::info!("node registered and ready"),
         _ = tokio::signal::ctrl_c() => {
+            trim.abort();
             agent.shutdown().await;
             return Ok(());
         }
@@ -118,6 +120,7 @@ async fn main() -> anyhow::Result<()> {
         _ = term.recv() => {}
     }
     tracing::info!("shutting down");
+    trim.abort();
     agent.shutdown().await;
     Ok(())
 }
@@ -129,5 +132,18 @@ fn limit_malloc_arenas() {
     // SAFETY: mallopt only tunes the allocator; called before other threads allocate much.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+/// Returns freed heap to the OS every `period`: bursts of pod syncs leave
+/// free memory that glibc would otherwise keep in the process's RSS.
+async fn trim_malloc(period: Duration) {
+    loop {
+        tokio::time::sleep(period).await;
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only releases free memory of the allocator.
+        unsafe {
+            libc::malloc_trim(0);
+        }
     }
 }

@@ -65,24 +65,44 @@ pub async fn run(
             _ = tick.tick() => {}
             _ = shutdown.changed() => return,
         }
-        let current = api.get_opt(&name).await;
-        metrics.api_call("get leases", current.is_ok());
-        let result = match current {
-            Ok(Some(lease)) => {
-                let lease = desired(&node, timings.node_lease_duration, lease);
-                api.replace(&name, &PostParams::default(), &lease).await
+        // A conflict (someone else wrote the Lease) re-reads it and retries at once.
+        let mut result = renew(&api, &node, &name, &timings, &metrics).await;
+        for _ in 0..2 {
+            match &result {
+                Err(kube::Error::Api(s)) if s.is_conflict() => {
+                    result = renew(&api, &node, &name, &timings, &metrics).await;
+                }
+                _ => break,
             }
-            Ok(None) => {
-                let lease = desired(&node, timings.node_lease_duration, Lease::default());
-                api.create(&PostParams::default(), &lease).await
-            }
-            Err(error) => Err(error),
-        };
-        metrics.api_call("update leases", result.is_ok());
+        }
         if let Err(error) = result {
             tracing::warn!(%error, "renewing node lease failed; will retry");
         }
     }
+}
+
+/// Reads the Lease and writes it back renewed (or creates it).
+async fn renew(
+    api: &Api<Lease>,
+    node: &Node,
+    name: &str,
+    timings: &Timings,
+    metrics: &Metrics,
+) -> Result<Lease, kube::Error> {
+    let current = api.get_opt(name).await;
+    metrics.api_call("get leases", current.is_ok());
+    let result = match current? {
+        Some(lease) => {
+            let lease = desired(node, timings.node_lease_duration, lease);
+            api.replace(name, &PostParams::default(), &lease).await
+        }
+        None => {
+            let lease = desired(node, timings.node_lease_duration, Lease::default());
+            api.create(&PostParams::default(), &lease).await
+        }
+    };
+    metrics.api_call("update leases", result.is_ok());
+    result
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::metrics::Metrics;
 use crate::runtime::{ContainerState, ListedContainer, ListedSandbox, Runtime};
@@ -104,15 +105,18 @@ pub fn spawn(
     snapshot: watch::Sender<Arc<Snapshot>>,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
-    let relist = tokio::spawn(relist_loop(
-        runtime.clone(),
-        period,
-        metrics,
-        tx.clone(),
-        snapshot,
-        shutdown.clone(),
-    ));
-    let evented = tokio::spawn(evented_loop(runtime, period, tx, shutdown));
+    let relist = tokio::spawn(
+        relist_loop(
+            runtime.clone(),
+            period,
+            metrics,
+            tx.clone(),
+            snapshot,
+            shutdown.clone(),
+        )
+        .in_current_span(),
+    );
+    let evented = tokio::spawn(evented_loop(runtime, period, tx, shutdown).in_current_span());
     vec![relist, evented]
 }
 

@@ -17,6 +17,7 @@ use kube::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
 
 use crate::metrics::Metrics;
 
@@ -58,7 +59,7 @@ pub fn spawn(
 ) -> tokio::task::JoinHandle<()> {
     let api: Api<Pod> = Api::all(client);
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node_name}"));
-    tokio::spawn(async move {
+    let watch = async move {
         let stream = watcher::watcher(api, config).default_backoff();
         tokio::pin!(stream);
         let mut known: HashMap<String, Arc<Pod>> = HashMap::new();
@@ -112,7 +113,8 @@ pub fn spawn(
                 return;
             }
         }
-    })
+    };
+    tokio::spawn(watch.in_current_span())
 }
 
 /// Whether two versions of a pod differ in more than their status

@@ -16,7 +16,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
+use tracing::Instrument;
 
+use crate::runtime;
 use crate::sync_pod::{self, Context, Outcome, PodState};
 
 /// What a worker is asked to do.
@@ -138,13 +140,16 @@ impl PodWorkers {
         let worker = self.workers.entry(uid.to_owned()).or_insert_with(|| {
             let slot = Arc::new(Slot::default());
             self.ctx.metrics.pod_workers_add(1);
-            let task = tokio::spawn(run(
-                self.ctx.clone(),
-                uid.to_owned(),
-                slot.clone(),
-                self.done.clone(),
-                self.shutdown.clone(),
-            ));
+            let task = tokio::spawn(
+                run(
+                    self.ctx.clone(),
+                    uid.to_owned(),
+                    slot.clone(),
+                    self.done.clone(),
+                    self.shutdown.clone(),
+                )
+                .in_current_span(),
+            );
             Worker {
                 slot,
                 task: task.abort_handle(),
@@ -229,6 +234,7 @@ async fn run(
     let mut phase = Phase::Syncing;
     let mut wake: Option<Instant> = None;
     let mut last: Option<Update> = None;
+    let mut failures: u32 = 0;
     loop {
         let update = tokio::select! {
             _ = slot.notify.notified() => slot.take(),
@@ -258,18 +264,22 @@ async fn run(
                 match result {
                     Ok(Outcome::Continue { wake_at }) => {
                         wake = wake_at;
+                        failures = 0;
                         None
                     }
                     Ok(Outcome::Terminal) => Some(grace_period(&pod)),
                     Err(error) => {
-                        tracing::warn!(%uid, %error, "pod sync failed; will retry");
-                        wake = Some(
-                            Instant::now()
-                                + ctx
-                                    .timings
-                                    .pleg_relist_period
-                                    .max(Duration::from_millis(100)),
-                        );
+                        // Retried with back-off: the relist period, doubling up to 10 s
+                        // (the kubelet's pod worker back-off period).
+                        let base = ctx
+                            .timings
+                            .pleg_relist_period
+                            .max(Duration::from_millis(100));
+                        let delay = (base * 2u32.saturating_pow(failures.min(16)))
+                            .min(Duration::from_secs(10));
+                        failures = failures.saturating_add(1);
+                        tracing::warn!(pod = %runtime::pod_key(&pod), %uid, %error, ?delay, "pod sync failed; will retry");
+                        wake = Some(Instant::now() + delay);
                         None
                     }
                 }
@@ -282,7 +292,7 @@ async fn run(
             continue;
         };
         phase = Phase::Terminating;
-        tracing::debug!(%uid, ?grace, "killing pod");
+        tracing::debug!(pod = %runtime::pod_key(&pod), %uid, ?grace, "killing pod");
         let started = std::time::Instant::now();
         let result = Box::pin(sync_pod::kill(&ctx, &mut state, &pod, grace)).await;
         ctx.metrics.pod_sync(started.elapsed());
@@ -297,7 +307,7 @@ async fn run(
                 let _ = done.send(Done { uid: uid.clone() });
             }
             Err(error) => {
-                tracing::warn!(%uid, error = ?error, "killing pod failed; will retry");
+                tracing::warn!(pod = %runtime::pod_key(&pod), %uid, error = ?error, "killing pod failed; will retry");
                 wake = Some(Instant::now() + Duration::from_secs(1));
                 last = Some(Update {
                     kind: Kind::Kill { grace },

@@ -19,6 +19,7 @@ use nodeconform_cri::v1 as cri;
 use nodeconform_cri::{ImageServiceClient, RuntimeServiceClient};
 use tonic::transport::{Channel, Endpoint};
 
+use crate::container_log;
 use crate::metrics::Metrics;
 
 /// Label: the pod's name.
@@ -265,6 +266,31 @@ pub fn timestamp(nanos: i64) -> Timestamp {
     Timestamp::from_second(nanos.div_euclid(1_000_000_000)).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
+/// Whether an exited container's termination message comes from its log
+/// (the kubelet's `fallbackToLogs`): its policy is `FallbackToLogsOnError`,
+/// it failed (not with `ContainerCannotRun`: it never ran, so it has no log)
+/// and the termination-message file left no message.
+fn falls_back_to_logs(container: &Container, annotations: &HashMap<String, String>) -> bool {
+    container.state == ContainerState::Exited
+        && annotations
+            .get(TERMINATION_MESSAGE_POLICY_ANNOTATION)
+            .is_some_and(|p| p == "FallbackToLogsOnError")
+        && container.exit_code != 0
+        && container.reason != "ContainerCannotRun"
+        && container.message.is_empty()
+}
+
+/// The tail of the CRI log at `log_path` as a termination message (the
+/// kubelet's `readLastStringFromContainerLogs`), or the kubelet's error text.
+async fn termination_message_from_log(log_path: String) -> String {
+    let read = tokio::task::spawn_blocking(move || {
+        container_log::termination_message_from_log(std::path::Path::new(&log_path))
+    })
+    .await
+    .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+    read.unwrap_or_else(|e| format!("Error on reading termination message from logs: {e}"))
+}
+
 impl Runtime {
     /// Opens a lazy connection to the runtime at `endpoint` (`unix:///path`):
     /// nothing is dialled until the first call, and the channel reconnects by
@@ -504,6 +530,9 @@ impl Runtime {
                         container.exit_code = s.exit_code;
                         container.reason = s.reason;
                         container.message = s.message;
+                        if falls_back_to_logs(&container, &s.annotations) {
+                            container.message = termination_message_from_log(s.log_path).await;
+                        }
                         if !s.image_ref.is_empty() {
                             container.image_ref = s.image_ref;
                         }

@@ -11,6 +11,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use crate::metrics::Metrics;
 
@@ -22,7 +23,7 @@ pub async fn spawn(
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
-    let task = tokio::spawn(async move {
+    let accept = async move {
         loop {
             let stream = tokio::select! {
                 s = listener.accept() => match s {
@@ -42,7 +43,8 @@ pub async fn spawn(
                     .await;
             });
         }
-    });
+    };
+    let task = tokio::spawn(accept.in_current_span());
     Ok((local, task))
 }
 

@@ -24,6 +24,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use crate::Timings;
 use crate::metrics::Metrics;
@@ -136,7 +137,8 @@ pub fn spawn(
         entries: HashMap::new(),
         writes: JoinSet::new(),
     };
-    let task = tokio::spawn(manager.run(rx, timings.status_batch_sync, shutdown));
+    let run = manager.run(rx, timings.status_batch_sync, shutdown);
+    let task = tokio::spawn(run.in_current_span());
     (Handle { tx }, task)
 }
 
@@ -245,6 +247,7 @@ impl Manager {
         entry.in_flight = true;
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &entry.namespace);
         let name = entry.name.clone();
+        let pod = format!("{}/{name}", entry.namespace);
         let version = entry.version;
         let needs_status = entry.written < entry.version;
         let finalize = entry.finalize && !entry.finalized;
@@ -254,7 +257,7 @@ impl Manager {
         });
         let metrics = self.metrics.clone();
         let uid = uid.to_owned();
-        self.writes.spawn(async move {
+        let write = async move {
             if needs_status {
                 let result = api
                     .patch_status(&name, &PatchParams::default(), &Patch::Merge(&body))
@@ -263,11 +266,11 @@ impl Manager {
                 match result {
                     Ok(_) => {}
                     Err(kube::Error::Api(s)) if s.is_not_found() || s.is_conflict() => {
-                        tracing::debug!(pod = %name, "pod gone or replaced; status not written");
+                        tracing::debug!(%pod, "pod gone or replaced; status not written");
                         return (uid, version, Outcome::Gone);
                     }
                     Err(error) => {
-                        tracing::warn!(pod = %name, %error, "writing pod status failed; will retry");
+                        tracing::warn!(%pod, %error, "writing pod status failed; will retry");
                         return (uid, version, Outcome::Failed);
                     }
                 }
@@ -287,18 +290,19 @@ impl Manager {
             metrics.api_call("delete pods", result.is_ok());
             match result {
                 Ok(_) => {
-                    tracing::debug!(pod = %name, "pod finalized");
+                    tracing::debug!(%pod, "pod finalized");
                     (uid, version, Outcome::Written { finalized: true })
                 }
                 Err(kube::Error::Api(s)) if s.is_not_found() || s.is_conflict() => {
                     (uid, version, Outcome::Gone)
                 }
                 Err(error) => {
-                    tracing::warn!(pod = %name, %error, "finalizing pod deletion failed; will retry");
+                    tracing::warn!(%pod, %error, "finalizing pod deletion failed; will retry");
                     (uid, version, Outcome::Failed)
                 }
             }
-        });
+        };
+        self.writes.spawn(write.in_current_span());
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
 
 use crate::housekeeping;
 use crate::pleg::{self, Snapshot};
@@ -205,11 +206,9 @@ impl SyncLoop {
         if orphans.is_empty() {
             return;
         }
-        tokio::spawn(housekeeping::clean_up(
-            self.runtime.clone(),
-            snapshot,
-            orphans,
-            self.minimum_grace,
-        ));
+        tokio::spawn(
+            housekeeping::clean_up(self.runtime.clone(), snapshot, orphans, self.minimum_grace)
+                .in_current_span(),
+        );
     }
 }

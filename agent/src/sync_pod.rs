@@ -426,6 +426,7 @@ async fn start(
         return Ok(true);
     }
     state.reasons.remove(&container.name);
+    tracing::info!(pod = %runtime::pod_key(pod), container = %container.name, "container started");
     Ok(true)
 }
 

@@ -320,6 +320,65 @@ async fn never_pod_fails_with_exit_code() {
         ("False", Some("PodFailed"))
     );
     assert!(seen.iter().any(|p| phase(p) == "Running"), "it ran first");
+    // Deleting a terminal pod: nothing to stop, the agent finalizes it at once.
+    let gone = env.watch_from_start("fail", None).await;
+    env.pods()
+        .delete("fail", &DeleteParams::default())
+        .await
+        .expect("delete accepted");
+    let seen = Env::finish(gone, "fail gone").await;
+    assert!(
+        seen.iter().all(|p| phase(p) == "Failed"),
+        "a terminal phase never changes"
+    );
+    env.shutdown().await;
+}
+
+/// The `terminated.message` of container `c` once the pod reaches `want_phase`.
+async fn terminated_message(env: &Env, name: &str, command: &str, want_phase: &str) -> String {
+    env.create(
+        name,
+        json!({
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "c",
+                "image": "busybox:1.36",
+                "terminationMessagePolicy": "FallbackToLogsOnError",
+                "command": ["sh", "-c", command],
+            }],
+        }),
+    )
+    .await;
+    let seen = env.watch_until(name, |p| phase(p) == want_phase).await;
+    let pod = seen.last().expect("a state");
+    let t = container(pod, "c")
+        .and_then(|cs| cs.state.as_ref()?.terminated.clone())
+        .expect("terminated");
+    t.message.unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fallback_to_logs_on_error_uses_the_log_tail() {
+    let env = Env::start().await;
+    let failed = terminated_message(
+        &env,
+        "fallback-failed",
+        "echo first; echo last words; exit 1",
+        "Failed",
+    )
+    .await;
+    assert!(failed.contains("last words"), "{failed:?}");
+    let succeeded = terminated_message(
+        &env,
+        "fallback-ok",
+        "echo first; echo last words",
+        "Succeeded",
+    )
+    .await;
+    assert_eq!(
+        succeeded, "",
+        "a succeeded container keeps the file's (empty) message"
+    );
     env.shutdown().await;
 }
 
@@ -950,6 +1009,26 @@ async fn readiness_and_liveness_exec_probes() {
         seen.iter()
             .any(|p| condition(p, "Ready").is_some_and(|c| c.status == "True")),
         "ready once the probe passed"
+    );
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cri_errors_surface_as_waiting_reasons_and_recover() {
+    let env = Env::start().await;
+    env.cri
+        .control()
+        .fail_next("CreateContainer", 1, tonic::Code::Unavailable)
+        .expect("fault injected");
+    let watch = env
+        .watch_from_start("flaky", Some(Box::new(|p| phase(p) == "Running")))
+        .await;
+    env.create("flaky", running_pod(&["sleep", "600"])).await;
+    let seen = Env::finish(watch, "flaky Running").await;
+    assert!(
+        seen.iter()
+            .any(|p| waiting_reason(p, "c").as_deref() == Some("CreateContainerError")),
+        "the failed create is reported"
     );
     env.shutdown().await;
 }

@@ -58,6 +58,14 @@ impl LogBuffer {
         self.tail_matching(n, |_| true)
     }
 
+    /// The first `n` lines still kept (the start of a short-lived program's output).
+    pub fn head(&self, n: usize) -> Vec<String> {
+        self.inner
+            .lock()
+            .map(|ring| ring.lines.iter().take(n).cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// The last `n` lines for which `keep` holds, oldest first.
     pub fn tail_matching(&self, n: usize, keep: impl Fn(&str) -> bool) -> Vec<String> {
         let Ok(ring) = self.inner.lock() else {
@@ -128,6 +136,7 @@ mod tests {
         b.push_bytes(b"o\nthree\nfour\n");
         assert_eq!(b.tail(10), ["two", "three", "four"]);
         assert_eq!(b.tail(1), ["four"]);
+        assert_eq!(b.head(2), ["two", "three"]);
         assert_eq!(b.tail_matching(5, |l| l.contains('o')), ["two", "four"]);
     }
 }

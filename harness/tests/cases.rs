@@ -11,14 +11,6 @@ use nodeconform_harness::case::{self, LoadedCase};
 use nodeconform_harness::report::{self, Outcome, RunReport};
 use nodeconform_harness::runner::{Janitor, case_run, ignore_reason};
 
-/// Cases the reference agent does not pass yet: ignored here with the reason (run them with
-/// `cargo test -p nodeconform-harness -- --ignored`). Remove an entry when the agent is fixed;
-/// `nodeconform run` always runs every case.
-const KNOWN_AGENT_GAPS: &[(&str, &str)] = &[(
-    "termination::fallback-to-logs",
-    "reference agent: FallbackToLogsOnError (log tail as termination message) not implemented",
-)];
-
 struct Env {
     cluster: Cluster,
     nodes: Arc<Nodes>,
@@ -69,17 +61,8 @@ fn main() -> ExitCode {
     }
     for case in loaded.cases {
         let name = case.id.to_string();
-        let gap = KNOWN_AGENT_GAPS.iter().find(|(n, _)| *n == name);
-        if let Some((_, why)) = gap
-            && !args.list
-            && skip_reason.is_none()
-            && args.filter.as_deref().is_none_or(|f| name.contains(f))
-        {
-            eprintln!("note: {name} is ignored: {why}");
-        }
-        let ignored = skip_reason.is_some()
-            || gap.is_some()
-            || ignore_reason(&case, &AgentSpec::Reference).is_some();
+        let ignored =
+            skip_reason.is_some() || ignore_reason(&case, &AgentSpec::Reference).is_some();
         let runtime = Arc::clone(&runtime);
         let env = Arc::clone(&env);
         trials.push(

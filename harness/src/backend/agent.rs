@@ -347,6 +347,7 @@ impl Nodes {
             .spawn()
             .map_err(|e| agent_err(format!("cannot start `{}`: {e}", words[0])))?;
         let logs = LogBuffer::new(2000);
+        let mut readers = Vec::new();
         for pipe in [
             child
                 .stdout
@@ -361,7 +362,7 @@ impl Nodes {
         .flatten()
         {
             let logs = logs.clone();
-            tokio::spawn(async move {
+            readers.push(tokio::spawn(async move {
                 let mut pipe = pipe;
                 let mut buf = vec![0u8; 8192];
                 while let Ok(n) = pipe.read(&mut buf).await {
@@ -370,16 +371,22 @@ impl Nodes {
                     }
                     logs.push_bytes(&buf[..n]);
                 }
-            });
+            }));
         }
         // Ready = the Node object exists with a Ready condition.
         let nodes: Api<Node> = Api::all(self.client.clone());
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(Some(status)) = child.try_wait() {
-                let tail = logs.tail(20).join("\n");
+                // Let the readers drain what the agent printed before it exited.
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(2),
+                    futures::future::join_all(readers),
+                )
+                .await;
+                let head = logs.head(15).join("\n");
                 return Err(agent_err(format!(
-                    "exited with {status} before registering the node:\n{tail}"
+                    "exited with {status} before registering the node; its output began:\n{head}"
                 )));
             }
             if let Ok(Some(node)) = nodes.get_opt(name).await

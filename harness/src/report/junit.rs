@@ -19,8 +19,9 @@ fn xml_safe(text: &str) -> String {
 pub fn render(report: &RunReport) -> String {
     let mut junit = Report::new("nodeconform");
     junit.set_time(report.duration);
-    for (area, ..) in report.by_area() {
+    for (area, _, _, _, time) in report.by_area() {
         let mut suite = TestSuite::new(area.clone());
+        suite.set_time(time);
         for c in report.cases.iter().filter(|c| c.area == area) {
             let status = match c.outcome {
                 Outcome::Passed => TestCaseStatus::success(),

@@ -1,0 +1,199 @@
+//! The tail of a container's CRI log, for `terminationMessagePolicy:
+//! FallbackToLogsOnError` (the kubelet's `readLastStringFromContainerLogs`).
+//!
+//! A CRI log line is `<RFC3339Nano> <stdout|stderr> <tag>[:<tag>…] <text>`;
+//! the tag `P` marks a partial entry, whose text continues on the next line
+//! without a newline; anything else (`F`) ends the line.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use k8s_openapi::jiff::Timestamp;
+
+/// Most log lines a termination message takes (`MaxContainerTerminationMessageLogLines`).
+pub const MAX_TERMINATION_MESSAGE_LOG_LINES: usize = 80;
+/// Most bytes a termination message takes from the log (`MaxContainerTerminationMessageLogLength`).
+pub const MAX_TERMINATION_MESSAGE_LOG_LENGTH: usize = 1024 * 2;
+
+/// How much of the end of the file is read: enough for the last
+/// [`MAX_TERMINATION_MESSAGE_LOG_LENGTH`] bytes of content plus the
+/// `<time> <stream> <tag> ` prefixes of [`MAX_TERMINATION_MESSAGE_LOG_LINES`] lines.
+const TAIL_READ_BYTES: u64 = 8 * MAX_TERMINATION_MESSAGE_LOG_LENGTH as u64;
+
+/// The termination message taken from the log at `path`: the content of its
+/// last 80 lines, at most its last 2048 bytes.
+pub fn termination_message_from_log(path: &Path) -> io::Result<String> {
+    let raw = read_end(path, TAIL_READ_BYTES)?;
+    Ok(log_tail_content(
+        &raw,
+        MAX_TERMINATION_MESSAGE_LOG_LINES,
+        MAX_TERMINATION_MESSAGE_LOG_LENGTH,
+    ))
+}
+
+/// The last `max` bytes of the file at `path`, starting at a line boundary
+/// when the file is longer (the first, cut line is dropped).
+fn read_end(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+    let start = len.saturating_sub(max);
+    file.seek(SeekFrom::Start(start))?;
+    let mut raw = Vec::new();
+    file.take(max).read_to_end(&mut raw)?;
+    if start > 0 {
+        let cut = raw
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(raw.len(), |i| i + 1);
+        raw.drain(..cut);
+    }
+    Ok(raw)
+}
+
+/// The content of the last `max_lines` CRI log lines of `raw`, rejoined
+/// (full entries end with a newline, partial ones do not), keeping at most
+/// the last `max_bytes` bytes. Malformed lines are skipped.
+pub fn log_tail_content(raw: &[u8], max_lines: usize, max_bytes: usize) -> String {
+    let body = raw.strip_suffix(b"\n").unwrap_or(raw);
+    if body.is_empty() {
+        return String::new();
+    }
+    let lines: Vec<&[u8]> = body.split(|&b| b == b'\n').collect();
+    let mut content = Vec::new();
+    for line in &lines[lines.len().saturating_sub(max_lines)..] {
+        if let Some(entry) = parse_cri_log_line(line) {
+            content.extend_from_slice(entry.text);
+            if !entry.partial {
+                content.push(b'\n');
+            }
+        }
+    }
+    let tail = &content[content.len().saturating_sub(max_bytes)..];
+    String::from_utf8_lossy(tail).into_owned()
+}
+
+/// One parsed CRI log line.
+#[derive(Debug, PartialEq, Eq)]
+struct LogEntry<'a> {
+    /// The text after the prefix, without the line's newline.
+    text: &'a [u8],
+    /// A partial entry (`P`), continued on the next line.
+    partial: bool,
+}
+
+/// Parses `<RFC3339Nano> <stdout|stderr> <tags> <text>` (without the newline);
+/// `None` if the line is malformed.
+fn parse_cri_log_line(line: &[u8]) -> Option<LogEntry<'_>> {
+    let mut parts = line.splitn(4, |&b| b == b' ');
+    let time = std::str::from_utf8(parts.next()?).ok()?;
+    time.parse::<Timestamp>().ok()?;
+    let stream = parts.next()?;
+    if stream != b"stdout" && stream != b"stderr" {
+        return None;
+    }
+    let tags = parts.next()?;
+    let text = parts.next()?;
+    let partial = tags.split(|&b| b == b':').next() == Some(b"P");
+    Some(LogEntry { text, partial })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: &str = "2026-01-02T03:04:05.123456789Z";
+
+    fn line(stream: &str, tag: &str, text: &str) -> String {
+        format!("{T} {stream} {tag} {text}\n")
+    }
+
+    #[test]
+    fn parses_full_and_partial_lines() {
+        assert_eq!(
+            parse_cri_log_line(format!("{T} stdout F hello world").as_bytes()),
+            Some(LogEntry {
+                text: b"hello world",
+                partial: false
+            })
+        );
+        assert_eq!(
+            parse_cri_log_line(format!("{T} stderr P part").as_bytes()),
+            Some(LogEntry {
+                text: b"part",
+                partial: true
+            })
+        );
+        assert_eq!(
+            parse_cri_log_line(format!("{T} stdout F ").as_bytes()),
+            Some(LogEntry {
+                text: b"",
+                partial: false
+            })
+        );
+    }
+
+    #[test]
+    fn rejects_malformed_lines() {
+        for bad in [
+            "",
+            "garbage",
+            "not-a-time stdout F text",
+            &format!("{T} stdin F text"),
+            &format!("{T} stdout F"),
+            &format!("{T} stdout"),
+        ] {
+            assert_eq!(parse_cri_log_line(bad.as_bytes()), None, "{bad:?}");
+        }
+        assert_eq!(parse_cri_log_line(&[0xff, b' ', 0xfe]), None);
+    }
+
+    #[test]
+    fn rejoins_content_and_skips_malformed_lines() {
+        let raw = [
+            line("stdout", "F", "first"),
+            "garbage\n".to_owned(),
+            line("stderr", "P", "last "),
+            line("stdout", "F", "words"),
+        ]
+        .concat();
+        assert_eq!(
+            log_tail_content(raw.as_bytes(), 80, 2048),
+            "first\nlast words\n"
+        );
+        assert_eq!(log_tail_content(b"", 80, 2048), "");
+        assert_eq!(log_tail_content(b"\n\n", 80, 2048), "");
+    }
+
+    #[test]
+    fn keeps_the_last_lines_and_bytes() {
+        let raw: String = (0..100)
+            .map(|i| line("stdout", "F", &format!("l{i}")))
+            .collect();
+        let content = log_tail_content(raw.as_bytes(), 80, 2048);
+        assert!(content.starts_with("l20\n") && content.ends_with("l99\n"));
+        assert_eq!(content.lines().count(), 80);
+
+        let long = line("stdout", "F", &"x".repeat(5000));
+        let raw = format!("{long}{}", line("stdout", "F", "end"));
+        let content = log_tail_content(raw.as_bytes(), 80, 2048);
+        assert_eq!(content.len(), 2048);
+        assert!(content.ends_with("xx\nend\n"));
+    }
+
+    #[test]
+    fn reads_only_the_end_of_a_long_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("0.log");
+        let mut raw: String = (0..2000)
+            .map(|i| line("stdout", "F", &format!("line {i}")))
+            .collect();
+        raw.push_str(&line("stderr", "F", "last words"));
+        std::fs::write(&path, raw).expect("write log");
+        let message = termination_message_from_log(&path).expect("read log");
+        assert_eq!(message.lines().count(), 80);
+        assert!(message.starts_with("line 1921\n"), "{message:?}");
+        assert!(message.ends_with("line 1999\nlast words\n"));
+        assert!(termination_message_from_log(&dir.path().join("missing.log")).is_err());
+    }
+}
