@@ -832,15 +832,7 @@ impl Runtime {
                 }),
             )
             .await;
-        match result {
-            Err(e)
-                if e.status()
-                    .is_some_and(|s| s.code() == tonic::Code::NotFound) =>
-            {
-                Ok(())
-            }
-            other => other.map(|_| ()),
-        }
+        gone_is_done(result)
     }
 
     /// `StopPodSandbox`.
@@ -857,15 +849,7 @@ impl Runtime {
                     }),
             )
             .await;
-        match result {
-            Err(e)
-                if e.status()
-                    .is_some_and(|s| s.code() == tonic::Code::NotFound) =>
-            {
-                Ok(())
-            }
-            other => other.map(|_| ()),
-        }
+        gone_is_done(result)
     }
 
     /// `RemoveContainer`.
@@ -882,15 +866,7 @@ impl Runtime {
                     }),
             )
             .await;
-        match result {
-            Err(e)
-                if e.status()
-                    .is_some_and(|s| s.code() == tonic::Code::NotFound) =>
-            {
-                Ok(())
-            }
-            other => other.map(|_| ()),
-        }
+        gone_is_done(result)
     }
 
     /// `RemovePodSandbox`.
@@ -907,15 +883,7 @@ impl Runtime {
                     }),
             )
             .await;
-        match result {
-            Err(e)
-                if e.status()
-                    .is_some_and(|s| s.code() == tonic::Code::NotFound) =>
-            {
-                Ok(())
-            }
-            other => other.map(|_| ()),
-        }
+        gone_is_done(result)
     }
 
     /// Every sandbox and container the runtime has (the PLEG relist).
@@ -1002,4 +970,18 @@ pub fn container_hash(container: &ContainerSpec) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     json.hash(&mut h);
     h.finish()
+}
+
+/// Stopping or removing something the runtime no longer has succeeds: it is
+/// already gone (containerd answers NOT_FOUND for some of these calls).
+fn gone_is_done<T>(result: Result<T>) -> Result<()> {
+    match result {
+        Err(e)
+            if e.status()
+                .is_some_and(|s| s.code() == tonic::Code::NotFound) =>
+        {
+            Ok(())
+        }
+        other => other.map(|_| ()),
+    }
 }
