@@ -7,7 +7,7 @@
 //! events at once (evented PLEG), and the relist stays as the safety net. The latest relist is also
 //! published as a [`Snapshot`] for housekeeping.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -146,8 +146,10 @@ async fn relist_loop(
         };
         metrics.relist(started.elapsed());
         let new = records(&sandboxes, &containers);
+        // Any event syncs the whole pod: one per pod and relist is enough.
+        let mut notified = HashSet::new();
         for event in diff(&old, &new) {
-            if event.uid.is_empty() {
+            if event.uid.is_empty() || !notified.insert(event.uid.clone()) {
                 continue;
             }
             if tx.send(event).is_err() {

@@ -235,6 +235,8 @@ async fn run(
     let mut wake: Option<Instant> = None;
     let mut last: Option<Update> = None;
     let mut failures: u32 = 0;
+    // Whether the last kill reported the final status of a deletion.
+    let mut reported_deletion = false;
     loop {
         let update = tokio::select! {
             _ = slot.notify.notified() => slot.take(),
@@ -246,7 +248,7 @@ async fn run(
         };
         if slot.is_closed() {
             if let Some(pod) = last.as_ref().map(|u| u.pod.clone()) {
-                Box::pin(sync_pod::cleanup(&ctx, &pod)).await;
+                Box::pin(sync_pod::cleanup(&ctx, &mut state, &pod)).await;
             }
             return;
         }
@@ -291,6 +293,13 @@ async fn run(
         let Some(grace) = kill else {
             continue;
         };
+        if phase == Phase::Terminated && reported_deletion {
+            // Nothing runs any more and the deletion's final status is reported
+            // (the status manager finalizes it): later PLEG events and the removal
+            // from the API only need the sync loop to learn that the pod is done.
+            let _ = done.send(Done { uid: uid.clone() });
+            continue;
+        }
         phase = Phase::Terminating;
         tracing::debug!(pod = %runtime::pod_key(&pod), %uid, ?grace, "killing pod");
         let started = std::time::Instant::now();
@@ -299,6 +308,7 @@ async fn run(
         match result {
             Ok(()) => {
                 phase = Phase::Terminated;
+                reported_deletion = pod.metadata.deletion_timestamp.is_some();
                 wake = None;
                 last = Some(Update {
                     kind: Kind::Sync,

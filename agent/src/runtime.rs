@@ -195,6 +195,17 @@ impl PodStatus {
     }
 }
 
+/// What [`Runtime::pod_status_cached`] remembers between calls for one pod:
+/// the details of containers that can no longer change while the runtime lists
+/// them in the same state (a running container's start, an exited container's
+/// exit), and the IP of each ready sandbox. Keeps a worker from issuing a
+/// `ContainerStatus` per container and a `PodSandboxStatus` at every sync.
+#[derive(Debug, Default)]
+pub struct StatusCache {
+    containers: HashMap<String, Container>,
+    sandbox_ips: HashMap<String, String>,
+}
+
 /// One container or sandbox in a relist of the whole runtime.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedContainer {
@@ -414,6 +425,12 @@ impl Runtime {
 
     /// Everything the runtime knows about the pod with `uid`.
     pub async fn pod_status(&self, pod: &Pod) -> Result<PodStatus> {
+        self.pod_status_cached(pod, &mut StatusCache::default())
+            .await
+    }
+
+    /// [`Runtime::pod_status`], asking the runtime only for what `cache` does not know yet.
+    pub async fn pod_status_cached(&self, pod: &Pod, cache: &mut StatusCache) -> Result<PodStatus> {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let selector: HashMap<String, String> = [(POD_UID_LABEL.to_owned(), uid)].into();
         let sandboxes = self
@@ -447,25 +464,35 @@ impl Runtime {
                 .cmp(&a.created_at)
                 .then(b.attempt.cmp(&a.attempt))
         });
+        cache
+            .sandbox_ips
+            .retain(|id, _| status.sandboxes.iter().any(|s| s.ready && s.id == *id));
         if let Some(latest) = status.sandboxes.first_mut().filter(|s| s.ready) {
-            let resp = self
-                .call(
-                    "PodSandboxStatus",
-                    || target_pod(pod),
-                    None,
-                    self.rs
-                        .clone()
-                        .pod_sandbox_status(cri::PodSandboxStatusRequest {
-                            pod_sandbox_id: latest.id.clone(),
-                            verbose: false,
-                        }),
-                )
-                .await?;
-            latest.ip = resp
-                .status
-                .and_then(|s| s.network)
-                .map(|n| n.ip)
-                .filter(|ip| !ip.is_empty());
+            if let Some(ip) = cache.sandbox_ips.get(&latest.id) {
+                latest.ip = Some(ip.clone());
+            } else {
+                let resp = self
+                    .call(
+                        "PodSandboxStatus",
+                        || target_pod(pod),
+                        None,
+                        self.rs
+                            .clone()
+                            .pod_sandbox_status(cri::PodSandboxStatusRequest {
+                                pod_sandbox_id: latest.id.clone(),
+                                verbose: false,
+                            }),
+                    )
+                    .await?;
+                latest.ip = resp
+                    .status
+                    .and_then(|s| s.network)
+                    .map(|n| n.ip)
+                    .filter(|ip| !ip.is_empty());
+                if let Some(ip) = &latest.ip {
+                    cache.sandbox_ips.insert(latest.id.clone(), ip.clone());
+                }
+            }
         }
         let containers = self
             .call(
@@ -481,7 +508,15 @@ impl Runtime {
             )
             .await?
             .containers;
+        cache
+            .containers
+            .retain(|id, _| containers.iter().any(|c| c.id == *id));
         for c in containers {
+            let listed = ContainerState::from_cri(c.state);
+            if let Some(known) = cache.containers.get(&c.id).filter(|k| k.state == listed) {
+                status.containers.push(known.clone());
+                continue;
+            }
             let name = c
                 .labels
                 .get(CONTAINER_NAME_LABEL)
@@ -497,7 +532,7 @@ impl Runtime {
                 id: c.id.clone(),
                 sandbox_id: c.pod_sandbox_id.clone(),
                 name,
-                state: ContainerState::from_cri(c.state),
+                state: listed,
                 created_at: c.created_at,
                 started_at: 0,
                 finished_at: 0,
@@ -549,6 +584,17 @@ impl Runtime {
                     continue;
                 }
                 Err(e) => return Err(e),
+            }
+            // A started or exited container keeps its details while the runtime
+            // lists it in the same state.
+            if matches!(
+                container.state,
+                ContainerState::Running | ContainerState::Exited
+            ) && container.state == listed
+            {
+                cache
+                    .containers
+                    .insert(container.id.clone(), container.clone());
             }
             status.containers.push(container);
         }

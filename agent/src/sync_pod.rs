@@ -61,6 +61,7 @@ pub struct PodState {
     image: Backoff,
     last_status: Option<PodStatus>,
     prober: Prober,
+    runtime: runtime::StatusCache,
 }
 
 impl PodState {
@@ -72,6 +73,7 @@ impl PodState {
             image: Backoff::new(timings.image_backoff_initial, timings.image_backoff_max),
             last_status: None,
             prober: Prober::default(),
+            runtime: runtime::StatusCache::default(),
         }
     }
 }
@@ -141,7 +143,10 @@ pub async fn sync(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Re
     if is_terminal_phase(pod.status.as_ref().and_then(|s| s.phase.as_deref())) {
         return Ok(Outcome::Terminal);
     }
-    let mut rt = ctx.runtime.pod_status(pod).await?;
+    let mut rt = ctx
+        .runtime
+        .pod_status_cached(pod, &mut state.runtime)
+        .await?;
     state.prober.track(pod, &rt);
     let pod_ip = rt.sandbox().and_then(|s| s.ip.clone());
     state.prober.run_due(&ctx.runtime, pod_ip.as_deref()).await;
@@ -153,7 +158,10 @@ pub async fn sync(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Re
         killed = true;
     }
     if killed {
-        rt = ctx.runtime.pod_status(pod).await?;
+        rt = ctx
+            .runtime
+            .pod_status_cached(pod, &mut state.runtime)
+            .await?;
         state.prober.track(pod, &rt);
     }
     let mut wake = None;
@@ -171,7 +179,10 @@ pub async fn sync(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Re
                 wake_at: earliest_opt(wake, state.prober.next_due()),
             });
         }
-        rt = ctx.runtime.pod_status(pod).await?;
+        rt = ctx
+            .runtime
+            .pod_status_cached(pod, &mut state.runtime)
+            .await?;
         state.prober.track(pod, &rt);
     }
     publish(ctx, state, pod, &rt, false, false).await;
@@ -188,7 +199,10 @@ pub async fn kill(
     pod: &Pod,
     grace: Duration,
 ) -> runtime::Result<()> {
-    let rt = ctx.runtime.pod_status(pod).await?;
+    let rt = ctx
+        .runtime
+        .pod_status_cached(pod, &mut state.runtime)
+        .await?;
     let grace = grace.max(ctx.timings.minimum_stop_grace);
     let stops = rt
         .running()
@@ -199,7 +213,10 @@ pub async fn kill(
     for sandbox in rt.sandboxes.iter().filter(|s| s.ready) {
         ctx.runtime.stop_sandbox(&sandbox.id).await?;
     }
-    let rt = ctx.runtime.pod_status(pod).await?;
+    let rt = ctx
+        .runtime
+        .pod_status_cached(pod, &mut state.runtime)
+        .await?;
     state.reasons.clear();
     let finalize = pod.metadata.deletion_timestamp.is_some();
     publish(ctx, state, pod, &rt, true, finalize).await;
@@ -207,8 +224,8 @@ pub async fn kill(
 }
 
 /// Removes every container and sandbox of a pod that is gone (container GC).
-pub async fn cleanup(ctx: &Context, pod: &Pod) {
-    let Ok(rt) = ctx.runtime.pod_status(pod).await else {
+pub async fn cleanup(ctx: &Context, state: &mut PodState, pod: &Pod) {
+    let Ok(rt) = ctx.runtime.pod_status_cached(pod, &mut state.runtime).await else {
         return;
     };
     for c in &rt.containers {
@@ -221,7 +238,9 @@ pub async fn cleanup(ctx: &Context, pod: &Pod) {
         let _ = ctx.runtime.remove_container(&c.id).await;
     }
     for s in &rt.sandboxes {
-        let _ = ctx.runtime.stop_sandbox(&s.id).await;
+        if s.ready {
+            let _ = ctx.runtime.stop_sandbox(&s.id).await;
+        }
         let _ = ctx.runtime.remove_sandbox(&s.id).await;
     }
 }
