@@ -32,6 +32,24 @@ pub fn termination_message_from_log(path: &Path) -> io::Result<String> {
     ))
 }
 
+/// At most this much of a termination-message file is reported
+/// (`kubecontainer.MaxContainerTerminationMessageLength`).
+pub const MAX_TERMINATION_MESSAGE_LENGTH: u64 = 1024 * 4;
+
+/// The termination message a container wrote to the file mounted at its
+/// `terminationMessagePath`: the file's last 4 KiB, as the kubelet reads it.
+pub fn termination_message_from_file(path: &Path) -> io::Result<String> {
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(
+        len.saturating_sub(MAX_TERMINATION_MESSAGE_LENGTH),
+    ))?;
+    let mut raw = Vec::new();
+    file.take(MAX_TERMINATION_MESSAGE_LENGTH)
+        .read_to_end(&mut raw)?;
+    Ok(String::from_utf8_lossy(&raw).into_owned())
+}
+
 /// The last `max` bytes of the file at `path`, starting at a line boundary
 /// when the file is longer (the first, cut line is dropped).
 fn read_end(path: &Path, max: u64) -> io::Result<Vec<u8>> {
@@ -195,5 +213,20 @@ mod tests {
         assert!(message.starts_with("line 1921\n"), "{message:?}");
         assert!(message.ends_with("line 1999\nlast words\n"));
         assert!(termination_message_from_log(&dir.path().join("missing.log")).is_err());
+    }
+
+    #[test]
+    fn termination_file_keeps_its_last_4_kib() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("termination-log");
+        std::fs::write(&path, "bye\n").unwrap();
+        assert_eq!(termination_message_from_file(&path).unwrap(), "bye\n");
+        let long = format!("{}{}", "x".repeat(5000), "y".repeat(4096));
+        std::fs::write(&path, &long).unwrap();
+        assert_eq!(
+            termination_message_from_file(&path).unwrap(),
+            "y".repeat(4096)
+        );
+        assert!(termination_message_from_file(&dir.path().join("missing")).is_err());
     }
 }

@@ -70,6 +70,15 @@ pub enum Error {
     /// The endpoint is not a unix socket.
     #[error("invalid CRI endpoint")]
     Endpoint(#[source] nodeconform_cri::Error),
+    /// The host file for a container's termination message could not be created.
+    #[error("creating termination message file {path}")]
+    TerminationFile {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl Error {
@@ -77,7 +86,7 @@ impl Error {
     pub fn status(&self) -> Option<&tonic::Status> {
         match self {
             Error::Rpc { source, .. } => Some(source),
-            Error::Timeout { .. } | Error::Endpoint(_) => None,
+            Error::Timeout { .. } | Error::Endpoint(_) | Error::TerminationFile { .. } => None,
         }
     }
 
@@ -289,6 +298,35 @@ fn falls_back_to_logs(container: &Container, annotations: &HashMap<String, Strin
         && container.exit_code != 0
         && container.reason != "ContainerCannotRun"
         && container.message.is_empty()
+}
+
+async fn create_termination_file(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(dir) = path.parent() {
+        tokio::fs::create_dir_all(dir).await?;
+    }
+    tokio::fs::write(path, b"").await?;
+    tokio::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).await
+}
+
+/// What the container wrote to the host file mounted at its
+/// `terminationMessagePath` (the kubelet's `getTerminationMessage`): "" when
+/// there is no such mount, the kubelet's error text when it cannot be read.
+async fn termination_message_from_file(status: &cri::ContainerStatus) -> String {
+    let Some(path) = status.annotations.get(TERMINATION_MESSAGE_PATH_ANNOTATION) else {
+        return String::new();
+    };
+    let Some(mount) = status.mounts.iter().find(|m| &m.container_path == path) else {
+        return String::new();
+    };
+    let host = PathBuf::from(&mount.host_path);
+    let read = {
+        let host = host.clone();
+        tokio::task::spawn_blocking(move || container_log::termination_message_from_file(&host))
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+    };
+    read.unwrap_or_else(|e| format!("Error on reading termination log {}: {e}", host.display()))
 }
 
 /// The tail of the CRI log at `log_path` as a termination message (the
@@ -563,10 +601,22 @@ impl Runtime {
                         container.started_at = s.started_at;
                         container.finished_at = s.finished_at;
                         container.exit_code = s.exit_code;
-                        container.reason = s.reason;
-                        container.message = s.message;
-                        if falls_back_to_logs(&container, &s.annotations) {
-                            container.message = termination_message_from_log(s.log_path).await;
+                        container.reason = s.reason.clone();
+                        container.message = s.message.clone();
+                        if container.state == ContainerState::Exited {
+                            // The kubelet appends the file's message (or, for
+                            // FallbackToLogsOnError, the log tail) to the runtime's.
+                            let mut written = termination_message_from_file(&s).await;
+                            if written.is_empty() && falls_back_to_logs(&container, &s.annotations)
+                            {
+                                written = termination_message_from_log(s.log_path.clone()).await;
+                            }
+                            if !written.is_empty() {
+                                if !container.message.is_empty() {
+                                    container.message.push_str(": ");
+                                }
+                                container.message.push_str(&written);
+                            }
                         }
                         if !s.image_ref.is_empty() {
                             container.image_ref = s.image_ref;
@@ -769,6 +819,20 @@ impl Runtime {
         {
             annotations.insert(TERMINATION_GRACE_ANNOTATION.into(), grace.to_string());
         }
+        // The kubelet mounts a host file at terminationMessagePath for the
+        // container to write its message into (created by `create_container`).
+        let termination_path = container
+            .termination_message_path
+            .clone()
+            .unwrap_or_else(|| "/dev/termination-log".into());
+        let mounts = vec![cri::Mount {
+            container_path: termination_path,
+            host_path: self
+                .termination_file(pod, &container.name, restart_count)
+                .to_string_lossy()
+                .into_owned(),
+            ..Default::default()
+        }];
         let envs = container
             .env
             .iter()
@@ -799,6 +863,7 @@ impl Runtime {
             args: container.args.clone().unwrap_or_default(),
             working_dir: container.working_dir.clone().unwrap_or_default(),
             envs,
+            mounts,
             labels,
             annotations,
             log_path: format!("{}/{restart_count}.log", container.name),
@@ -821,6 +886,21 @@ impl Runtime {
         }
     }
 
+    /// The host file for a container's termination message, beside its log:
+    /// `<pods>/<namespace>_<name>_<uid>/<container>/<restart>.termination-log`.
+    fn termination_file(&self, pod: &Pod, container: &str, restart_count: i32) -> PathBuf {
+        let meta = &pod.metadata;
+        self.log_root
+            .join(format!(
+                "{}_{}_{}",
+                meta.namespace.as_deref().unwrap_or_default(),
+                meta.name.as_deref().unwrap_or_default(),
+                meta.uid.as_deref().unwrap_or_default()
+            ))
+            .join(container)
+            .join(format!("{restart_count}.termination-log"))
+    }
+
     /// `CreateContainer`; returns the container ID.
     pub async fn create_container(
         &self,
@@ -834,6 +914,14 @@ impl Runtime {
             .as_ref()
             .map(|m| m.name.clone())
             .unwrap_or_default();
+        // An empty, world-writable file, as the kubelet makes it, so a container
+        // running as any user can write its message.
+        for mount in &config.mounts {
+            let path = PathBuf::from(&mount.host_path);
+            create_termination_file(&path)
+                .await
+                .map_err(|source| Error::TerminationFile { path, source })?;
+        }
         let resp = self
             .call(
                 "CreateContainer",
