@@ -5,13 +5,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Env, expect_code};
+use common::{Env, LIMIT, expect_code};
 use nodeconform_cri::v1;
 use nodeconform_fake_cri::{ControlError, KillTarget};
 use serde_json::json;
 use tonic::Code;
-
-const LIMIT: Duration = Duration::from_secs(5);
 
 async fn version(env: &mut Env) -> Result<v1::VersionResponse, tonic::Status> {
     env.runtime

@@ -2,14 +2,10 @@
 
 mod common;
 
-use std::time::Duration;
-
-use common::Env;
+use common::{Env, LIMIT};
 use nodeconform_cri::v1;
 use tokio_stream::StreamExt;
 use tonic::Streaming;
-
-const LIMIT: Duration = Duration::from_secs(5);
 
 async fn subscribe(env: &mut Env) -> Streaming<v1::ContainerEventResponse> {
     env.runtime

@@ -6,10 +6,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Env, container_config, read_log, script_config, stdout_lines};
+use common::{Env, LIMIT, container_config, read_log, script_config, stdout_lines};
 use nodeconform_cri::v1;
-
-const LIMIT: Duration = Duration::from_secs(5);
 
 /// A script, what it should do, and how long it should take.
 struct Case {

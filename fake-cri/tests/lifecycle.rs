@@ -6,11 +6,9 @@ mod common;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use common::{Env, expect_code, script_config};
+use common::{Env, LIMIT, expect_code, script_config};
 use nodeconform_cri::v1;
 use tonic::Code;
-
-const LIMIT: Duration = Duration::from_secs(5);
 
 fn map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
     pairs

@@ -5,12 +5,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Env, expect_code, script_config};
+use common::{Env, LIMIT, expect_code, script_config};
 use nodeconform_cri::v1;
 use nodeconform_fake_cri::CgroupDriver;
 use tonic::Code;
-
-const LIMIT: Duration = Duration::from_secs(5);
 
 #[tokio::test]
 async fn version() {
@@ -631,34 +629,7 @@ async fn an_exec_ends_with_its_container() {
     let mut env = Env::start().await;
     let sandbox = env.sandbox("pod").await;
     let id = env.run(&sandbox, "c", "sleep 600").await;
-    let mut runtime = env.runtime.clone();
-    let exec_id = id.clone();
-    let exec = tokio::spawn(async move {
-        runtime
-            .exec_sync(v1::ExecSyncRequest {
-                container_id: exec_id,
-                cmd: vec![
-                    "sh".to_owned(),
-                    "-c".to_owned(),
-                    "touch /tmp/in-exec; sleep 600".to_owned(),
-                ],
-                timeout: 0,
-            })
-            .await
-    });
-    tokio::time::timeout(LIMIT, async {
-        while env
-            .exec(&id, &["test", "-e", "/tmp/in-exec"], 5)
-            .await
-            .unwrap()
-            .exit_code
-            != 0
-        {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("the exec runs");
+    let exec = env.start_blocking_exec(&id).await;
     env.stop(&id, 0).await.unwrap();
     let response = tokio::time::timeout(LIMIT, exec)
         .await

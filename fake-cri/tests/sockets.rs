@@ -6,11 +6,9 @@ mod common;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::time::Duration;
 
-use common::Env;
+use common::{Env, LIMIT};
 use nodeconform_cri::{RuntimeServiceClient, v1};
 use nodeconform_fake_cri::{FakeCri, StartError};
-
-const LIMIT: Duration = Duration::from_secs(5);
 
 fn mode(path: &std::path::Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
@@ -194,35 +192,7 @@ async fn shutdown_does_not_wait_for_an_exec_in_flight() {
     let mut env = Env::start().await;
     let sandbox = env.sandbox("pod").await;
     let id = env.run(&sandbox, "c", "sleep 600").await;
-    let mut runtime = env.runtime.clone();
-    let exec_id = id.clone();
-    // No timeout: the exec runs until the container or the runtime ends it.
-    let exec = tokio::spawn(async move {
-        runtime
-            .exec_sync(v1::ExecSyncRequest {
-                container_id: exec_id,
-                cmd: vec![
-                    "sh".to_owned(),
-                    "-c".to_owned(),
-                    "touch /tmp/in-exec; sleep 600".to_owned(),
-                ],
-                timeout: 0,
-            })
-            .await
-    });
-    tokio::time::timeout(LIMIT, async {
-        while env
-            .exec(&id, &["test", "-e", "/tmp/in-exec"], 5)
-            .await
-            .unwrap()
-            .exit_code
-            != 0
-        {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("the exec runs");
+    let exec = env.start_blocking_exec(&id).await;
     let Env { cri, .. } = env;
     tokio::time::timeout(LIMIT, cri.shutdown())
         .await

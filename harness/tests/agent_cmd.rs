@@ -36,24 +36,22 @@ fn stuck_agent() -> Option<PathBuf> {
     path.exists().then_some(path)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wrong_agent_fails_with_a_timeline() {
-    let Some(agent) = stuck_agent() else {
-        eprintln!(
-            "note: examples/stuck_agent is not built (run `cargo test` without --test); skipped"
-        );
-        return;
-    };
+/// The case `text` as `lifecycle::runs`.
+fn runs_case(text: &str) -> nodeconform_harness::case::LoadedCase {
     let case =
-        load::parse_str(Path::new("cases/lifecycle/runs.yaml"), CASE, "runs").expect("valid case");
-    let loaded = nodeconform_harness::case::LoadedCase {
+        load::parse_str(Path::new("cases/lifecycle/runs.yaml"), text, "runs").expect("valid case");
+    nodeconform_harness::case::LoadedCase {
         id: nodeconform_harness::case::CaseId {
             area: "lifecycle".into(),
             name: "runs".into(),
         },
         path: "cases/lifecycle/runs.yaml".into(),
         case,
-    };
+    }
+}
+
+/// The embedded backend with `agent` started per case through `--agent-cmd`.
+async fn runner_with(agent: &Path) -> (Cluster, Runner) {
     let cluster = Cluster::start(BackendKind::Embedded, &ClusterOptions::default())
         .await
         .expect("embedded backend");
@@ -73,6 +71,19 @@ async fn a_wrong_agent_fails_with_a_timeline() {
         jobs: 1,
         janitor: Arc::new(Janitor::default()),
     };
+    (cluster, runner)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_agent_fails_with_a_timeline() {
+    let Some(agent) = stuck_agent() else {
+        eprintln!(
+            "note: examples/stuck_agent is not built (run `cargo test` without --test); skipped"
+        );
+        return;
+    };
+    let loaded = runs_case(CASE);
+    let (cluster, runner) = runner_with(&agent).await;
     let report = runner
         .run(&[loaded], "embedded", |_| {}, futures::future::pending())
         .await;
@@ -130,35 +141,8 @@ async fn an_interrupted_run_deletes_what_it_made() {
     let text = CASE
         .replace("within: 2s", "within: 30s")
         .replace("timeout: 10s", "timeout: 40s");
-    let case =
-        load::parse_str(Path::new("cases/lifecycle/runs.yaml"), &text, "runs").expect("valid case");
-    let loaded = nodeconform_harness::case::LoadedCase {
-        id: nodeconform_harness::case::CaseId {
-            area: "lifecycle".into(),
-            name: "runs".into(),
-        },
-        path: "cases/lifecycle/runs.yaml".into(),
-        case,
-    };
-    let cluster = Cluster::start(BackendKind::Embedded, &ClusterOptions::default())
-        .await
-        .expect("embedded backend");
-    let template = format!(
-        "{} --kubeconfig {{kubeconfig}} --node {{node}}",
-        agent.display()
-    );
-    let nodes = Nodes::new(
-        cluster.client.clone(),
-        cluster.kubeconfig.clone(),
-        AgentSpec::Command(template),
-    )
-    .expect("nodes");
-    let runner = Runner {
-        client: cluster.client.clone(),
-        nodes: Arc::new(nodes),
-        jobs: 1,
-        janitor: Arc::new(Janitor::default()),
-    };
+    let loaded = runs_case(&text);
+    let (cluster, runner) = runner_with(&agent).await;
     let pods: Api<Pod> = Api::all(cluster.client.clone());
     let wait_for_pod = {
         let pods = pods.clone();

@@ -11,6 +11,9 @@ use nodeconform_cri::{ImageServiceClient, RuntimeServiceClient};
 use nodeconform_fake_cri::{Builder, FakeCri};
 use tonic::transport::Channel;
 
+/// How long a test waits for something that should happen at once.
+pub const LIMIT: Duration = Duration::from_secs(5);
+
 /// A running fake-cri with clients.
 pub struct Env {
     pub cri: FakeCri,
@@ -272,6 +275,44 @@ impl Env {
             })
             .await
             .map(tonic::Response::into_inner)
+    }
+
+    /// Starts `sh -c 'touch /tmp/in-exec; sleep 600'` as an exec with no
+    /// timeout in container `id` and returns once it runs; the task ends when
+    /// the container or the runtime ends the exec.
+    pub async fn start_blocking_exec(
+        &mut self,
+        id: &str,
+    ) -> tokio::task::JoinHandle<Result<tonic::Response<v1::ExecSyncResponse>, tonic::Status>> {
+        let mut runtime = self.runtime.clone();
+        let container_id = id.to_owned();
+        let exec = tokio::spawn(async move {
+            runtime
+                .exec_sync(v1::ExecSyncRequest {
+                    container_id,
+                    cmd: vec![
+                        "sh".to_owned(),
+                        "-c".to_owned(),
+                        "touch /tmp/in-exec; sleep 600".to_owned(),
+                    ],
+                    timeout: 0,
+                })
+                .await
+        });
+        tokio::time::timeout(LIMIT, async {
+            while self
+                .exec(id, &["test", "-e", "/tmp/in-exec"], 5)
+                .await
+                .expect("ExecSync")
+                .exit_code
+                != 0
+            {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the exec runs");
+        exec
     }
 
     /// `Status`: (RuntimeReady, NetworkReady) conditions.
