@@ -4,9 +4,13 @@
 //!
 //! `cargo bench -p nodeconform-agent --bench lifecycle` prints a Markdown
 //! table: p50/p99 from pod create to `Running` seen by a watch, and from
-//! delete to the pod gone from the API, at 1, 10 and 100 concurrent pods,
-//! and the agent's RSS with 100 and 1,000 pods running.
-//! `BENCH_QUICK=1` runs fewer rounds.
+//! delete to the pod gone from the API, at 1, 10 and 100 concurrent pods
+//! (with the p50 from create to the watch's first sight of the pod, the API
+//! server's share), and the agent's RSS with 100 and 1,000 pods running.
+//! The agent's root directory and the container logs live in `BENCH_DIR`,
+//! else on tmpfs (`/dev/shm`) when there is one, else in the temp directory.
+//! `BENCH_QUICK=1` runs fewer rounds; `BENCH_LATENCY_ONLY=1` skips the RSS
+//! phase (for profiling the latency runs alone).
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -22,7 +26,15 @@ use nodeconform_fake_cri::FakeCri;
 
 const NODE: &str = "bench-node";
 
-type Seen = Arc<Mutex<HashMap<String, (Option<Instant>, Option<Instant>)>>>;
+/// When the watch first saw a pod, first saw it `Running`, and saw it gone.
+#[derive(Debug, Default, Clone, Copy)]
+struct Times {
+    added: Option<Instant>,
+    running: Option<Instant>,
+    gone: Option<Instant>,
+}
+
+type Seen = Arc<Mutex<HashMap<String, Times>>>;
 
 fn pod(name: &str) -> Pod {
     serde_json::from_value(serde_json::json!({
@@ -55,8 +67,13 @@ async fn wait_for(seen: &Seen, names: &[String], running: bool) {
         let done = {
             let map = seen.lock().unwrap_or_else(|e| e.into_inner());
             names.iter().all(|n| {
-                map.get(n)
-                    .is_some_and(|(r, g)| if running { r.is_some() } else { g.is_some() })
+                map.get(n).is_some_and(|t| {
+                    if running {
+                        t.running.is_some()
+                    } else {
+                        t.gone.is_some()
+                    }
+                })
             })
         };
         if done {
@@ -96,6 +113,80 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// Prints the agent's CRI calls and API requests per pod created and deleted
+/// (its `/metrics` counters, which include node status, lease and relists).
+async fn print_calls_per_pod(addr: &str, pods: usize) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut text = String::new();
+    if let Ok(mut conn) = tokio::net::TcpStream::connect(addr).await {
+        let request = format!("GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+        if conn.write_all(request.as_bytes()).await.is_ok() {
+            let _ = conn.read_to_string(&mut text).await;
+        }
+    }
+    for (family, what) in [
+        ("nodeconform_agent_cri_calls_total{method=", "CRI calls"),
+        (
+            "nodeconform_agent_api_requests_total{operation=",
+            "API requests",
+        ),
+    ] {
+        let counts: Vec<(String, f64)> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix(family))
+            .filter_map(|l| {
+                let (label, value) = l.rsplit_once(' ')?;
+                Some((
+                    label.trim_end_matches('}').trim_matches('"').to_owned(),
+                    value.parse().ok()?,
+                ))
+            })
+            .collect();
+        let total: f64 = counts.iter().map(|(_, v)| v).sum();
+        let per_pod = |v: f64| v / pods.max(1) as f64;
+        let parts: Vec<String> = counts
+            .iter()
+            .filter(|(_, v)| per_pod(*v) >= 0.05)
+            .map(|(m, v)| format!("{m} {:.1}", per_pod(*v)))
+            .collect();
+        println!();
+        println!(
+            "{what} per pod: {:.1} ({})",
+            per_pod(total),
+            parts.join(", ")
+        );
+    }
+}
+
+/// Creates pods up to 100 and then 1,000 running and prints the agent's RSS at each.
+async fn rss_table(pods: &Api<Pod>, seen: &Seen, pid: u32) {
+    println!();
+    println!("| pods running | agent RSS |");
+    println!("|---|---|");
+    println!("| 0 | {} MiB |", rss_kib(pid) / 1024);
+    let mut created = 0;
+    for target in [100usize, 1000] {
+        let names: Vec<String> = (created..target).map(|i| format!("rss{i}")).collect();
+        for chunk in names.chunks(50) {
+            futures::future::join_all(chunk.iter().map(|n| {
+                let pods = pods.clone();
+                async move {
+                    pods.create(&PostParams::default(), &pod(n))
+                        .await
+                        .expect("create")
+                }
+            }))
+            .await;
+        }
+        let all: Vec<String> = (0..target).map(|i| format!("rss{i}")).collect();
+        wait_for(seen, &all, true).await;
+        created = target;
+        // Let the agent settle (status writes, a relist) before reading RSS.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        println!("| {target} | {:.1} MiB |", rss_kib(pid) as f64 / 1024.0);
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     if !std::env::args().any(|a| a == "--bench") {
@@ -103,7 +194,11 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let quick = std::env::var_os("BENCH_QUICK").is_some();
-    let dir = tempfile::tempdir()?;
+    let dir = match std::env::var_os("BENCH_DIR") {
+        Some(base) => tempfile::tempdir_in(base)?,
+        None if std::path::Path::new("/dev/shm").is_dir() => tempfile::tempdir_in("/dev/shm")?,
+        None => tempfile::tempdir()?,
+    };
     let api = ApiServer::builder().start().await?;
     let kubeconfig = dir.path().join("kubeconfig");
     api.write_kubeconfig(&kubeconfig)?;
@@ -111,13 +206,19 @@ async fn main() -> anyhow::Result<()> {
         .socket(dir.path().join("cri.sock"))
         .start()
         .await?;
+    // A free port for the agent's /metrics, read after the latency runs.
+    let metrics_addr = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .to_string();
     let mut agent = tokio::process::Command::new(env!("CARGO_BIN_EXE_nodeconform-agent"))
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args(["--node-name", NODE, "--cri-endpoint", &cri.endpoint()])
         .arg("--root-dir")
         .arg(dir.path().join("agent"))
-        .args(["--healthz-addr", "127.0.0.1:0", "--max-pods", "2000"])
+        .arg("--healthz-addr")
+        .arg(&metrics_addr)
+        .args(["--max-pods", "2000"])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .kill_on_drop(true)
@@ -152,13 +253,14 @@ async fn main() -> anyhow::Result<()> {
                         let running =
                             p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
                         let entry = map.entry(name).or_default();
-                        if running && entry.0.is_none() {
-                            entry.0 = Some(now);
+                        entry.added.get_or_insert(now);
+                        if running && entry.running.is_none() {
+                            entry.running = Some(now);
                         }
                     }
                     Ok(Event::Delete(p)) => {
                         let name = p.metadata.name.clone().unwrap_or_default();
-                        map.entry(name).or_default().1 = Some(now);
+                        map.entry(name).or_default().gone = Some(now);
                     }
                     _ => {}
                 }
@@ -166,8 +268,10 @@ async fn main() -> anyhow::Result<()> {
         })
     };
 
-    println!("| concurrent pods | samples | create→Running p50 | p99 | delete→gone p50 | p99 |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| concurrent pods | samples | create→seen p50 | create→Running p50 | p99 | delete→gone p50 | p99 |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     let mut serial = 0;
     let cpu_before = (cpu_secs(&pid.to_string()), cpu_secs("self"));
     for (concurrency, rounds) in [
@@ -175,8 +279,7 @@ async fn main() -> anyhow::Result<()> {
         (10, if quick { 2 } else { 10 }),
         (100, if quick { 1 } else { 5 }),
     ] {
-        let mut up = Vec::new();
-        let mut down = Vec::new();
+        let (mut seen_at, mut up, mut down) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds {
             let names: Vec<String> = (0..concurrency)
                 .map(|_| {
@@ -212,21 +315,22 @@ async fn main() -> anyhow::Result<()> {
             wait_for(&seen, &names, false).await;
             let map = seen.lock().unwrap_or_else(|e| e.into_inner());
             for (n, t) in created {
-                if let Some((Some(r), _)) = map.get(&n) {
-                    up.push(r.saturating_duration_since(t));
-                }
+                let times = map.get(&n).copied().unwrap_or_default();
+                seen_at.extend(times.added.map(|a| a.saturating_duration_since(t)));
+                up.extend(times.running.map(|r| r.saturating_duration_since(t)));
             }
             for (n, t) in deleted {
-                if let Some((_, Some(g))) = map.get(&n) {
-                    down.push(g.saturating_duration_since(t));
-                }
+                let gone = map.get(&n).and_then(|times| times.gone);
+                down.extend(gone.map(|g| g.saturating_duration_since(t)));
             }
         }
+        seen_at.sort();
         up.sort();
         down.sort();
         println!(
-            "| {concurrency} | {} | {} | {} | {} | {} |",
+            "| {concurrency} | {} | {} | {} | {} | {} | {} |",
             up.len(),
+            ms(percentile(&seen_at, 0.5)),
             ms(percentile(&up, 0.5)),
             ms(percentile(&up, 0.99)),
             ms(percentile(&down, 0.5)),
@@ -241,30 +345,9 @@ async fn main() -> anyhow::Result<()> {
         cpu_after.0 - cpu_before.0,
         cpu_after.1 - cpu_before.1
     );
-    println!();
-    println!("| pods running | agent RSS |");
-    println!("|---|---|");
-    println!("| 0 | {} MiB |", rss_kib(pid) / 1024);
-    let mut created = 0;
-    for target in [100usize, 1000] {
-        let names: Vec<String> = (created..target).map(|i| format!("rss{i}")).collect();
-        for chunk in names.chunks(50) {
-            futures::future::join_all(chunk.iter().map(|n| {
-                let pods = pods.clone();
-                async move {
-                    pods.create(&PostParams::default(), &pod(n))
-                        .await
-                        .expect("create")
-                }
-            }))
-            .await;
-        }
-        let all: Vec<String> = (0..target).map(|i| format!("rss{i}")).collect();
-        wait_for(&seen, &all, true).await;
-        created = target;
-        // Let the agent settle (status writes, a relist) before reading RSS.
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        println!("| {target} | {:.1} MiB |", rss_kib(pid) as f64 / 1024.0);
+    print_calls_per_pod(&metrics_addr, serial).await;
+    if std::env::var_os("BENCH_LATENCY_ONLY").is_none() {
+        rss_table(&pods, &seen, pid).await;
     }
 
     recorder.abort();

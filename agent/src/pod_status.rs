@@ -743,6 +743,21 @@ pub fn generate(input: &Input<'_>) -> PodStatus {
     s
 }
 
+/// The status manager's `mergePodStatus` rule for the phase: a pod whose
+/// containers could still run (its worker has not terminated it yet) does not
+/// go terminal; it keeps the phase, reason and message the API has (`Pending`
+/// when it has none) for this one update, with the containers already
+/// `terminated`. The terminal phase follows once the worker has terminated it.
+pub fn delay_terminal_phase(api: &PodStatus, mut new: PodStatus, terminated: bool) -> PodStatus {
+    let api_phase = api.phase.as_deref();
+    if !terminated && !is_terminal_phase(api_phase) && is_terminal_phase(new.phase.as_deref()) {
+        new.phase = Some(api_phase.unwrap_or(PENDING).to_owned());
+        new.reason = api.reason.clone();
+        new.message = api.message.clone();
+    }
+    new
+}
+
 /// The status manager's `TerminatePod`: once a pod has initialized, a
 /// container with no terminated state is reported as terminated with
 /// `ContainerStatusUnknown` (the pod phase becomes `Failed`).
@@ -1070,6 +1085,26 @@ mod tests {
             let s = compute(&p, &rt, true);
             assert_eq!(s.phase.as_deref(), Some(phase));
         }
+    }
+
+    #[test]
+    fn terminal_phase_waits_for_the_worker() {
+        let running = PodStatus {
+            phase: Some(RUNNING.into()),
+            ..Default::default()
+        };
+        let failed = PodStatus {
+            phase: Some(FAILED.into()),
+            ..Default::default()
+        };
+        let held = delay_terminal_phase(&running, failed.clone(), false);
+        assert_eq!(held.phase.as_deref(), Some(RUNNING));
+        let never_written = delay_terminal_phase(&PodStatus::default(), failed.clone(), false);
+        assert_eq!(never_written.phase.as_deref(), Some(PENDING));
+        let done = delay_terminal_phase(&running, failed.clone(), true);
+        assert_eq!(done.phase.as_deref(), Some(FAILED));
+        let already = delay_terminal_phase(&failed, failed.clone(), false);
+        assert_eq!(already.phase.as_deref(), Some(FAILED));
     }
 
     #[test]

@@ -186,6 +186,21 @@ pub struct PodStatus {
 }
 
 impl PodStatus {
+    /// Newest first: sandboxes by creation then attempt, containers by
+    /// creation then restart count.
+    fn sort(&mut self) {
+        self.sandboxes.sort_by(|a, b| {
+            b.created_at
+                .cmp(&a.created_at)
+                .then(b.attempt.cmp(&a.attempt))
+        });
+        self.containers.sort_by(|a, b| {
+            b.created_at
+                .cmp(&a.created_at)
+                .then(b.restart_count.cmp(&a.restart_count))
+        });
+    }
+
     /// The newest container named `name`.
     pub fn latest(&self, name: &str) -> Option<&Container> {
         self.containers.iter().find(|c| c.name == name)
@@ -209,10 +224,43 @@ impl PodStatus {
 /// them in the same state (a running container's start, an exited container's
 /// exit), and the IP of each ready sandbox. Keeps a worker from issuing a
 /// `ContainerStatus` per container and a `PodSandboxStatus` at every sync.
+///
+/// It also keeps the last status read, and what the worker changed since
+/// (sandboxes it ran or stopped, containers it created or stopped), so that
+/// after its own actions a worker re-reads only those
+/// ([`Runtime::pod_status_refreshed`]) instead of listing the pod again, as the
+/// kubelet's `SyncPod` relies on its pod cache rather than a fresh relist.
 #[derive(Debug, Default)]
 pub struct StatusCache {
     containers: HashMap<String, Container>,
     sandbox_ips: HashMap<String, String>,
+    last: Option<PodStatus>,
+    touched_sandboxes: Vec<String>,
+    touched_containers: Vec<(String, String)>,
+}
+
+impl StatusCache {
+    /// Keeps a started or exited container's details.
+    fn remember(&mut self, container: &Container) {
+        if matches!(
+            container.state,
+            ContainerState::Running | ContainerState::Exited
+        ) {
+            self.containers
+                .insert(container.id.clone(), container.clone());
+        }
+    }
+
+    /// Records that the worker ran or stopped sandbox `id`.
+    pub fn touch_sandbox(&mut self, id: &str) {
+        self.touched_sandboxes.push(id.to_owned());
+    }
+
+    /// Records that the worker created or stopped container `id` of `sandbox_id`.
+    pub fn touch_container(&mut self, id: &str, sandbox_id: &str) {
+        self.touched_containers
+            .push((id.to_owned(), sandbox_id.to_owned()));
+    }
 }
 
 /// One container or sandbox in a relist of the whole runtime.
@@ -300,13 +348,19 @@ fn falls_back_to_logs(container: &Container, annotations: &HashMap<String, Strin
         && container.message.is_empty()
 }
 
-async fn create_termination_file(path: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    if let Some(dir) = path.parent() {
-        tokio::fs::create_dir_all(dir).await?;
-    }
-    tokio::fs::write(path, b"").await?;
-    tokio::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).await
+/// Creates the empty, world-writable host file for a termination message
+/// (the kubelet's `os.Create` + `Chmod(0666)`), in one trip to the blocking pool.
+async fn create_termination_file(path: PathBuf) -> std::io::Result<()> {
+    tokio::task::spawn_blocking(move || {
+        use std::os::unix::fs::PermissionsExt;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&path, b"")?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666))
+    })
+    .await
+    .unwrap_or_else(|e| Err(std::io::Error::other(e)))
 }
 
 /// What the container wrote to the host file mounted at its
@@ -497,36 +551,15 @@ impl Runtime {
                 id: s.id,
             });
         }
-        status.sandboxes.sort_by(|a, b| {
-            b.created_at
-                .cmp(&a.created_at)
-                .then(b.attempt.cmp(&a.attempt))
-        });
+        status.sort();
         cache
             .sandbox_ips
             .retain(|id, _| status.sandboxes.iter().any(|s| s.ready && s.id == *id));
         if let Some(latest) = status.sandboxes.first_mut().filter(|s| s.ready) {
             if let Some(ip) = cache.sandbox_ips.get(&latest.id) {
                 latest.ip = Some(ip.clone());
-            } else {
-                let resp = self
-                    .call(
-                        "PodSandboxStatus",
-                        || target_pod(pod),
-                        None,
-                        self.rs
-                            .clone()
-                            .pod_sandbox_status(cri::PodSandboxStatusRequest {
-                                pod_sandbox_id: latest.id.clone(),
-                                verbose: false,
-                            }),
-                    )
-                    .await?;
-                latest.ip = resp
-                    .status
-                    .and_then(|s| s.network)
-                    .map(|n| n.ip)
-                    .filter(|ip| !ip.is_empty());
+            } else if let Some(read) = self.read_sandbox(pod, &latest.id).await? {
+                latest.ip = read.ip;
                 if let Some(ip) = &latest.ip {
                     cache.sandbox_ips.insert(latest.id.clone(), ip.clone());
                 }
@@ -555,105 +588,162 @@ impl Runtime {
                 status.containers.push(known.clone());
                 continue;
             }
-            let name = c
-                .labels
-                .get(CONTAINER_NAME_LABEL)
-                .cloned()
-                .or_else(|| c.metadata.as_ref().map(|m| m.name.clone()))
-                .unwrap_or_default();
-            let restart_count = c
-                .annotations
-                .get(RESTART_COUNT_ANNOTATION)
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            let mut container = Container {
-                id: c.id.clone(),
-                sandbox_id: c.pod_sandbox_id.clone(),
-                name,
-                state: listed,
-                created_at: c.created_at,
-                started_at: 0,
-                finished_at: 0,
-                exit_code: 0,
-                reason: String::new(),
-                message: String::new(),
-                image: c.image.map(|i| i.image).unwrap_or_default(),
-                image_ref: c.image_ref,
-                restart_count,
+            // Removed between the list and the status call: skip it.
+            let Some(container) = self.read_container(pod, &c.id, &c.pod_sandbox_id).await? else {
+                continue;
             };
-            let detail = self
-                .call(
-                    "ContainerStatus",
-                    || format!("container {} of {}", container.name, target_pod(pod)),
-                    None,
-                    self.rs
-                        .clone()
-                        .container_status(cri::ContainerStatusRequest {
-                            container_id: c.id,
-                            verbose: false,
-                        }),
-                )
-                .await;
-            match detail {
-                Ok(resp) => {
-                    if let Some(s) = resp.status {
-                        container.state = ContainerState::from_cri(s.state);
-                        container.started_at = s.started_at;
-                        container.finished_at = s.finished_at;
-                        container.exit_code = s.exit_code;
-                        container.reason = s.reason.clone();
-                        container.message = s.message.clone();
-                        if container.state == ContainerState::Exited {
-                            // The kubelet appends the file's message (or, for
-                            // FallbackToLogsOnError, the log tail) to the runtime's.
-                            let mut written = termination_message_from_file(&s).await;
-                            if written.is_empty() && falls_back_to_logs(&container, &s.annotations)
-                            {
-                                written = termination_message_from_log(s.log_path.clone()).await;
-                            }
-                            if !written.is_empty() {
-                                if !container.message.is_empty() {
-                                    container.message.push_str(": ");
-                                }
-                                container.message.push_str(&written);
-                            }
-                        }
-                        if !s.image_ref.is_empty() {
-                            container.image_ref = s.image_ref;
-                        }
-                        if let Some(image) = s.image.filter(|i| !i.image.is_empty()) {
-                            container.image = image.image;
-                        }
-                    }
-                }
-                // Removed between the list and the status call: skip it.
-                Err(e)
-                    if e.status()
-                        .is_some_and(|s| s.code() == tonic::Code::NotFound) =>
-                {
-                    continue;
-                }
-                Err(e) => return Err(e),
-            }
             // A started or exited container keeps its details while the runtime
             // lists it in the same state.
-            if matches!(
-                container.state,
-                ContainerState::Running | ContainerState::Exited
-            ) && container.state == listed
-            {
-                cache
-                    .containers
-                    .insert(container.id.clone(), container.clone());
+            if container.state == listed {
+                cache.remember(&container);
             }
             status.containers.push(container);
         }
-        status.containers.sort_by(|a, b| {
-            b.created_at
-                .cmp(&a.created_at)
-                .then(b.restart_count.cmp(&a.restart_count))
-        });
+        status.sort();
+        cache.last = Some(status.clone());
+        cache.touched_sandboxes.clear();
+        cache.touched_containers.clear();
         Ok(status)
+    }
+
+    /// The pod's status after the worker's own actions: the last status read
+    /// with only the sandboxes and containers the worker touched since read
+    /// again. Without an earlier read, a full [`Runtime::pod_status_cached`].
+    /// Changes the worker did not make (a container exiting) reach it as PLEG
+    /// events, whose sync reads the pod in full.
+    pub async fn pod_status_refreshed(
+        &self,
+        pod: &Pod,
+        cache: &mut StatusCache,
+    ) -> Result<PodStatus> {
+        let Some(mut status) = cache.last.take() else {
+            return self.pod_status_cached(pod, cache).await;
+        };
+        let mut sandboxes = std::mem::take(&mut cache.touched_sandboxes);
+        sandboxes.sort();
+        sandboxes.dedup();
+        for id in sandboxes {
+            status.sandboxes.retain(|s| s.id != id);
+            cache.sandbox_ips.remove(&id);
+            if let Some(sandbox) = self.read_sandbox(pod, &id).await? {
+                if let Some(ip) = sandbox.ip.as_ref().filter(|_| sandbox.ready) {
+                    cache.sandbox_ips.insert(id, ip.clone());
+                }
+                status.sandboxes.push(sandbox);
+            }
+        }
+        let mut containers = std::mem::take(&mut cache.touched_containers);
+        containers.sort();
+        containers.dedup();
+        for (id, sandbox_id) in containers {
+            status.containers.retain(|c| c.id != id);
+            cache.containers.remove(&id);
+            if let Some(container) = self.read_container(pod, &id, &sandbox_id).await? {
+                cache.remember(&container);
+                status.containers.push(container);
+            }
+        }
+        status.sort();
+        cache.last = Some(status.clone());
+        Ok(status)
+    }
+
+    /// `PodSandboxStatus` of one sandbox; `None` if the runtime no longer has it.
+    async fn read_sandbox(&self, pod: &Pod, id: &str) -> Result<Option<Sandbox>> {
+        let result = self
+            .call(
+                "PodSandboxStatus",
+                || target_pod(pod),
+                None,
+                self.rs
+                    .clone()
+                    .pod_sandbox_status(cri::PodSandboxStatusRequest {
+                        pod_sandbox_id: id.to_owned(),
+                        verbose: false,
+                    }),
+            )
+            .await;
+        let Some(s) = not_found_is_none(result)?.and_then(|r| r.status) else {
+            return Ok(None);
+        };
+        let ready = s.state == cri::PodSandboxState::SandboxReady as i32;
+        Ok(Some(Sandbox {
+            id: id.to_owned(),
+            ready,
+            created_at: s.created_at,
+            attempt: s.metadata.as_ref().map_or(0, |m| m.attempt),
+            ip: s.network.map(|n| n.ip).filter(|ip| ready && !ip.is_empty()),
+        }))
+    }
+
+    /// `ContainerStatus` of one container of `sandbox_id`, with the
+    /// termination message the kubelet adds; `None` if the runtime no longer
+    /// has it.
+    async fn read_container(
+        &self,
+        pod: &Pod,
+        id: &str,
+        sandbox_id: &str,
+    ) -> Result<Option<Container>> {
+        let result = self
+            .call(
+                "ContainerStatus",
+                || format!("container {id} of {}", target_pod(pod)),
+                None,
+                self.rs
+                    .clone()
+                    .container_status(cri::ContainerStatusRequest {
+                        container_id: id.to_owned(),
+                        verbose: false,
+                    }),
+            )
+            .await;
+        let Some(s) = not_found_is_none(result)?.and_then(|r| r.status) else {
+            return Ok(None);
+        };
+        let mut container = Container {
+            id: id.to_owned(),
+            sandbox_id: sandbox_id.to_owned(),
+            name: s
+                .labels
+                .get(CONTAINER_NAME_LABEL)
+                .cloned()
+                .or_else(|| s.metadata.as_ref().map(|m| m.name.clone()))
+                .unwrap_or_default(),
+            state: ContainerState::from_cri(s.state),
+            created_at: s.created_at,
+            started_at: s.started_at,
+            finished_at: s.finished_at,
+            exit_code: s.exit_code,
+            reason: s.reason.clone(),
+            message: s.message.clone(),
+            image: s
+                .image
+                .as_ref()
+                .map(|i| i.image.clone())
+                .unwrap_or_default(),
+            image_ref: s.image_ref.clone(),
+            restart_count: s
+                .annotations
+                .get(RESTART_COUNT_ANNOTATION)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+        };
+        if container.state == ContainerState::Exited {
+            // The kubelet appends the file's message (or, for
+            // FallbackToLogsOnError, the log tail) to the runtime's.
+            let mut written = termination_message_from_file(&s).await;
+            if written.is_empty() && falls_back_to_logs(&container, &s.annotations) {
+                written = termination_message_from_log(s.log_path.clone()).await;
+            }
+            if !written.is_empty() {
+                if !container.message.is_empty() {
+                    container.message.push_str(": ");
+                }
+                container.message.push_str(&written);
+            }
+        }
+        Ok(Some(container))
     }
 
     /// The sandbox config the kubelet would send for `pod` (also needed by `CreateContainer`).
@@ -918,7 +1008,7 @@ impl Runtime {
         // running as any user can write its message.
         for mount in &config.mounts {
             let path = PathBuf::from(&mount.host_path);
-            create_termination_file(&path)
+            create_termination_file(path.clone())
                 .await
                 .map_err(|source| Error::TerminationFile { path, source })?;
         }
@@ -1106,16 +1196,21 @@ pub fn container_hash(container: &ContainerSpec) -> u64 {
     h.finish()
 }
 
-/// Stopping or removing something the runtime no longer has succeeds: it is
-/// already gone (containerd answers NOT_FOUND for some of these calls).
-fn gone_is_done<T>(result: Result<T>) -> Result<()> {
+/// A call about something the runtime no longer has (NOT_FOUND): `None`.
+fn not_found_is_none<T>(result: Result<T>) -> Result<Option<T>> {
     match result {
         Err(e)
             if e.status()
                 .is_some_and(|s| s.code() == tonic::Code::NotFound) =>
         {
-            Ok(())
+            Ok(None)
         }
-        other => other.map(|_| ()),
+        other => other.map(Some),
     }
+}
+
+/// Stopping or removing something the runtime no longer has succeeds: it is
+/// already gone (containerd answers NOT_FOUND for some of these calls).
+fn gone_is_done<T>(result: Result<T>) -> Result<()> {
+    not_found_is_none(result).map(drop)
 }

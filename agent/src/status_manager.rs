@@ -4,9 +4,14 @@
 //! one versioned status per pod, skips a write equal to the cached one, and
 //! writes through the `status` subresource with a merge patch that carries
 //! `metadata.uid` (so a write can never land on a pod recreated under the
-//! same name). Writes for different pods run concurrently, writes for one pod
-//! in order, latest version wins. Failed writes are retried by the periodic
-//! batch sync. Once a worker reports a pod being deleted as finished (no
+//! same name). Like `mergePodStatus`, a write does not take a pod to a
+//! terminal phase before its worker has terminated it
+//! ([`pod_status::delay_terminal_phase`]): the status the API last got from
+//! us (or had before) keeps its phase for that write. Writes for different pods run concurrently, writes for one pod
+//! in order, latest version wins; at most [`MAX_IN_FLIGHT`] writes are out at
+//! once, the others queue in order and meanwhile coalesce to their newest
+//! status (so a burst of pods costs fewer writes and API connections). Failed
+//! writes are retried by the periodic batch sync. Once a worker reports a pod being deleted as finished (no
 //! container runs any more), its final status is written and the pod is
 //! deleted from the API with grace period 0 and a UID precondition:
 //! *deletion finalization*.
@@ -15,7 +20,7 @@
 //! `lastTransitionTime` of conditions whose status did not change and never
 //! changes `startTime`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
@@ -28,6 +33,10 @@ use tracing::Instrument;
 
 use crate::Timings;
 use crate::metrics::Metrics;
+use crate::pod_status;
+
+/// How many status writes (or finalizing deletes) are out at once.
+pub const MAX_IN_FLIGHT: usize = 16;
 
 /// Now, with the second precision the API keeps.
 pub fn now() -> Timestamp {
@@ -64,7 +73,9 @@ enum Message {
         uid: String,
         namespace: String,
         name: String,
-        status: Box<PodStatus>,
+        api: Box<PodStatus>,
+        status: Arc<PodStatus>,
+        terminated: bool,
         finalize: bool,
     },
     Forget {
@@ -79,14 +90,17 @@ pub struct Handle {
 }
 
 impl Handle {
-    /// Sets the status of `pod`; `finalize` once the pod is being deleted and
-    /// none of its containers runs (deletion finalization follows the write).
-    pub fn set(&self, pod: &Pod, status: PodStatus, finalize: bool) {
+    /// Sets the status of `pod`; `terminated` once its worker has terminated
+    /// it (no container runs any more), `finalize` once it is also being
+    /// deleted (deletion finalization follows the write).
+    pub fn set(&self, pod: &Pod, status: Arc<PodStatus>, terminated: bool, finalize: bool) {
         let _ = self.tx.send(Message::Set {
             uid: pod.metadata.uid.clone().unwrap_or_default(),
             namespace: pod.metadata.namespace.clone().unwrap_or_default(),
             name: pod.metadata.name.clone().unwrap_or_default(),
-            status: Box::new(status),
+            api: Box::new(pod.status.as_ref().map(phase_of).unwrap_or_default()),
+            status,
+            terminated,
             finalize,
         });
     }
@@ -104,12 +118,37 @@ impl Handle {
 struct Entry {
     namespace: String,
     name: String,
-    status: PodStatus,
+    /// The phase (with reason and message) the API has as far as we know:
+    /// the pod's when first seen, then the last one written.
+    api: PodStatus,
+    /// The phase being written, until the write succeeds.
+    sending: Option<PodStatus>,
+    status: Arc<PodStatus>,
+    terminated: bool,
     finalize: bool,
     version: u64,
     written: u64,
     in_flight: bool,
+    queued: bool,
     finalized: bool,
+}
+
+/// Just the phase, reason and message of a status.
+fn phase_of(status: &PodStatus) -> PodStatus {
+    PodStatus {
+        phase: status.phase.clone(),
+        reason: status.reason.clone(),
+        message: status.message.clone(),
+        ..Default::default()
+    }
+}
+
+impl Entry {
+    /// Whether a write is due: a newer status, or a finalization not done yet.
+    /// (False while one is out: its completion asks again.)
+    fn needs_write(&self) -> bool {
+        !self.in_flight && (self.written < self.version || (self.finalize && !self.finalized))
+    }
 }
 
 /// How one write ended.
@@ -136,6 +175,7 @@ pub fn spawn(
         metrics,
         entries: HashMap::new(),
         writes: JoinSet::new(),
+        queue: VecDeque::new(),
     };
     let run = manager.run(rx, timings.status_batch_sync, shutdown);
     let task = tokio::spawn(run.in_current_span());
@@ -147,6 +187,7 @@ struct Manager {
     metrics: Arc<Metrics>,
     entries: HashMap<String, Entry>,
     writes: JoinSet<(String, u64, Outcome)>,
+    queue: VecDeque<String>,
 }
 
 impl Manager {
@@ -173,11 +214,11 @@ impl Manager {
                     let pending: Vec<String> = self
                         .entries
                         .iter()
-                        .filter(|(_, e)| !e.in_flight && (e.written < e.version || (e.finalize && !e.finalized)))
+                        .filter(|(_, e)| e.needs_write())
                         .map(|(uid, _)| uid.clone())
                         .collect();
                     for uid in pending {
-                        self.write(&uid);
+                        self.request(uid);
                     }
                 }
                 _ = shutdown.changed() => return,
@@ -191,28 +232,37 @@ impl Manager {
                 uid,
                 namespace,
                 name,
+                api,
                 status,
+                terminated,
                 finalize,
             } => {
                 let entry = self.entries.entry(uid.clone()).or_insert_with(|| Entry {
                     namespace,
                     name,
-                    status: PodStatus::default(),
+                    api: *api,
+                    sending: None,
+                    status: Arc::default(),
+                    terminated: false,
                     finalize: false,
                     version: 0,
                     written: 0,
                     in_flight: false,
+                    queued: false,
                     finalized: false,
                 });
-                if entry.version > 0 && entry.status == *status && entry.finalize == finalize {
+                if entry.version > 0
+                    && entry.status == status
+                    && entry.terminated == terminated
+                    && entry.finalize == finalize
+                {
                     return;
                 }
-                entry.status = *status;
+                entry.status = status;
+                entry.terminated = terminated;
                 entry.finalize = finalize;
                 entry.version += 1;
-                if !entry.in_flight {
-                    self.write(&uid);
-                }
+                self.request(uid);
             }
             Message::Forget { uid } => {
                 self.entries.remove(&uid);
@@ -221,22 +271,51 @@ impl Manager {
     }
 
     fn finished(&mut self, uid: String, version: u64, outcome: Outcome) {
+        if let Some(entry) = self.entries.get_mut(&uid) {
+            entry.in_flight = false;
+            match outcome {
+                Outcome::Written { finalized } => {
+                    if let Some(sent) = entry.sending.take() {
+                        entry.api = sent;
+                    }
+                    entry.written = entry.written.max(version);
+                    entry.finalized |= finalized;
+                    // A newer status came in while this one was being written.
+                    self.request(uid);
+                }
+                Outcome::Gone => {
+                    self.entries.remove(&uid);
+                }
+                Outcome::Failed => {}
+            }
+        }
+        while self.writes.len() < MAX_IN_FLIGHT {
+            let Some(next) = self.queue.pop_front() else {
+                break;
+            };
+            if let Some(entry) = self.entries.get_mut(&next) {
+                entry.queued = false;
+                if entry.needs_write() {
+                    self.write(&next);
+                }
+            }
+        }
+    }
+
+    /// Writes the pod's status now if a slot is free, else queues it; nothing
+    /// if it is up to date, already being written or already queued.
+    fn request(&mut self, uid: String) {
         let Some(entry) = self.entries.get_mut(&uid) else {
             return;
         };
-        entry.in_flight = false;
-        match outcome {
-            Outcome::Written { finalized } => {
-                entry.written = entry.written.max(version);
-                entry.finalized |= finalized;
-                if entry.written < entry.version || (entry.finalize && !entry.finalized) {
-                    self.write(&uid);
-                }
-            }
-            Outcome::Gone => {
-                self.entries.remove(&uid);
-            }
-            Outcome::Failed => {}
+        if !entry.needs_write() || entry.queued {
+            return;
+        }
+        if self.writes.len() < MAX_IN_FLIGHT {
+            self.write(&uid);
+        } else {
+            entry.queued = true;
+            self.queue.push_back(uid);
         }
     }
 
@@ -249,19 +328,37 @@ impl Manager {
         let name = entry.name.clone();
         let pod = format!("{}/{name}", entry.namespace);
         let version = entry.version;
-        let needs_status = entry.written < entry.version;
         let finalize = entry.finalize && !entry.finalized;
-        let body = serde_json::json!({
-            "metadata": { "uid": uid },
-            "status": entry.status,
+        // The patch is built here, the write goes out on its own task; the
+        // response (the whole pod) is not parsed: nothing here needs it.
+        let patch = (entry.written < entry.version).then(|| {
+            let status = pod_status::delay_terminal_phase(
+                &entry.api,
+                (*entry.status).clone(),
+                entry.terminated,
+            );
+            entry.sending = Some(phase_of(&status));
+            let body = serde_json::json!({
+                "metadata": { "uid": uid },
+                "status": status,
+            });
+            kube::core::Request::new(format!("/api/v1/namespaces/{}/pods", entry.namespace))
+                .patch_subresource(
+                    "status",
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&body),
+                )
         });
+        let client = self.client.clone();
         let metrics = self.metrics.clone();
         let uid = uid.to_owned();
         let write = async move {
-            if needs_status {
-                let result = api
-                    .patch_status(&name, &PatchParams::default(), &Patch::Merge(&body))
-                    .await;
+            if let Some(request) = patch {
+                let result = match request {
+                    Ok(request) => client.request_text(request).await.map(drop),
+                    Err(error) => Err(kube::Error::BuildRequest(error)),
+                };
                 metrics.api_call("patch pods/status", result.is_ok());
                 match result {
                     Ok(_) => {}

@@ -59,7 +59,7 @@ pub struct PodState {
     reasons: HashMap<String, Reason>,
     crash: Backoff,
     image: Backoff,
-    last_status: Option<PodStatus>,
+    last_status: Option<Arc<PodStatus>>,
     prober: Prober,
     runtime: runtime::StatusCache,
 }
@@ -107,7 +107,8 @@ async fn runtime_name(ctx: &Context) -> String {
     name.cloned().unwrap_or_else(|_| "cri".to_owned())
 }
 
-/// Computes, normalizes and hands the status to the status manager.
+/// Computes, normalizes and hands the status to the status manager
+/// (`terminal`: the worker has terminated the pod).
 async fn publish(
     ctx: &Context,
     state: &mut PodState,
@@ -115,13 +116,12 @@ async fn publish(
     rt: &runtime::PodStatus,
     terminal: bool,
     finalize: bool,
-) -> PodStatus {
+) -> Arc<PodStatus> {
     let name = runtime_name(ctx).await;
     let old = state
         .last_status
         .clone()
-        .or_else(|| pod.status.clone())
-        .unwrap_or_default();
+        .unwrap_or_else(|| Arc::new(pod.status.clone().unwrap_or_default()));
     let generated = pod_status::generate(&pod_status::Input {
         pod,
         runtime: rt,
@@ -132,9 +132,13 @@ async fn publish(
         runtime_name: &name,
         probes: &state.prober.results(),
     });
-    let status = status_manager::normalize(Some(&old), generated, status_manager::now());
+    let status = Arc::new(status_manager::normalize(
+        Some(&old),
+        generated,
+        status_manager::now(),
+    ));
     state.last_status = Some(status.clone());
-    ctx.status.set(pod, status.clone(), finalize);
+    ctx.status.set(pod, status.clone(), terminal, finalize);
     status
 }
 
@@ -155,12 +159,15 @@ pub async fn sync(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Re
         tracing::info!(pod = %runtime::pod_key(pod), container = %name, "container failed its liveness or startup probe, will be restarted");
         let grace = crate::pod_workers::grace_period(pod).max(ctx.timings.minimum_stop_grace);
         ctx.runtime.stop_container(&id, grace).await?;
+        if let Some(c) = rt.containers.iter().find(|c| c.id == id) {
+            state.runtime.touch_container(&c.id, &c.sandbox_id);
+        }
         killed = true;
     }
     if killed {
         rt = ctx
             .runtime
-            .pod_status_cached(pod, &mut state.runtime)
+            .pod_status_refreshed(pod, &mut state.runtime)
             .await?;
         state.prober.track(pod, &rt);
     }
@@ -181,7 +188,7 @@ pub async fn sync(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Re
         }
         rt = ctx
             .runtime
-            .pod_status_cached(pod, &mut state.runtime)
+            .pod_status_refreshed(pod, &mut state.runtime)
             .await?;
         state.prober.track(pod, &rt);
     }
@@ -199,9 +206,11 @@ pub async fn kill(
     pod: &Pod,
     grace: Duration,
 ) -> runtime::Result<()> {
+    // Only this worker starts the pod's containers, so its last read (plus
+    // what it did since) knows every one that may run.
     let rt = ctx
         .runtime
-        .pod_status_cached(pod, &mut state.runtime)
+        .pod_status_refreshed(pod, &mut state.runtime)
         .await?;
     let grace = grace.max(ctx.timings.minimum_stop_grace);
     let stops = rt
@@ -210,12 +219,16 @@ pub async fn kill(
     for result in futures::future::join_all(stops).await {
         result?;
     }
+    for c in rt.running() {
+        state.runtime.touch_container(&c.id, &c.sandbox_id);
+    }
     for sandbox in rt.sandboxes.iter().filter(|s| s.ready) {
         ctx.runtime.stop_sandbox(&sandbox.id).await?;
+        state.runtime.touch_sandbox(&sandbox.id);
     }
     let rt = ctx
         .runtime
-        .pod_status_cached(pod, &mut state.runtime)
+        .pod_status_refreshed(pod, &mut state.runtime)
         .await?;
     state.reasons.clear();
     let finalize = pod.metadata.deletion_timestamp.is_some();
@@ -225,7 +238,11 @@ pub async fn kill(
 
 /// Removes every container and sandbox of a pod that is gone (container GC).
 pub async fn cleanup(ctx: &Context, state: &mut PodState, pod: &Pod) {
-    let Ok(rt) = ctx.runtime.pod_status_cached(pod, &mut state.runtime).await else {
+    let Ok(rt) = ctx
+        .runtime
+        .pod_status_refreshed(pod, &mut state.runtime)
+        .await
+    else {
         return;
     };
     for c in &rt.containers {
@@ -277,13 +294,18 @@ async fn converge(
             ctx.runtime
                 .stop_container(&c.id, ctx.timings.minimum_stop_grace)
                 .await?;
+            state.runtime.touch_container(&c.id, &c.sandbox_id);
         }
         for s in rt.sandboxes.iter().filter(|s| s.ready) {
             ctx.runtime.stop_sandbox(&s.id).await?;
+            state.runtime.touch_sandbox(&s.id);
         }
         let attempt = rt.sandboxes.first().map_or(0, |s| s.attempt + 1);
         match ctx.runtime.run_sandbox(pod, attempt).await {
-            Ok(id) => id,
+            Ok(id) => {
+                state.runtime.touch_sandbox(&id);
+                id
+            }
             Err(error) => {
                 tracing::warn!(pod = %runtime::pod_key(pod), %error, "creating pod sandbox failed");
                 *wake = earliest(*wake, Instant::now() + ctx.timings.image_backoff_initial);
@@ -419,7 +441,10 @@ async fn start(
         .create_container(pod, sandbox_id, config, sandbox_config)
         .await
     {
-        Ok(id) => id,
+        Ok(id) => {
+            state.runtime.touch_container(&id, sandbox_id);
+            id
+        }
         Err(error) => {
             state.reasons.insert(
                 container.name.clone(),

@@ -320,6 +320,16 @@ async fn never_pod_fails_with_exit_code() {
         ("False", Some("PodFailed"))
     );
     assert!(seen.iter().any(|p| phase(p) == "Running"), "it ran first");
+    // Like the kubelet's status manager, the phase turns terminal only once the
+    // pod worker has terminated the pod: one update shows the container
+    // terminated while the phase is still Running.
+    let before_failed = &seen[seen.len() - 2];
+    assert_eq!(phase(before_failed), "Running");
+    let exit = container(before_failed, "c")
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.terminated.as_ref())
+        .map(|t| t.exit_code);
+    assert_eq!(exit, Some(3), "terminated while still Running");
     // Deleting a terminal pod: nothing to stop, the agent finalizes it at once.
     let gone = env.watch_from_start("fail", None).await;
     env.pods()
