@@ -247,7 +247,7 @@ impl AgentBuilder {
             runtime_name: Arc::new(OnceCell::new()),
         };
         let (done_tx, done_rx) = mpsc::unbounded_channel();
-        let workers = PodWorkers::new(ctx, done_tx, shutdown.clone());
+        let workers = PodWorkers::new(ctx, snapshot_rx.clone(), done_tx, shutdown.clone());
         let sync_loop = SyncLoop::new(
             workers,
             status,

@@ -18,6 +18,7 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use crate::pleg::Snapshot;
 use crate::runtime;
 use crate::sync_pod::{self, Context, Outcome, PodState};
 
@@ -115,20 +116,24 @@ struct Worker {
 #[derive(Debug)]
 pub struct PodWorkers {
     ctx: Context,
+    snapshot: watch::Receiver<Arc<Snapshot>>,
     workers: HashMap<String, Worker>,
     done: mpsc::UnboundedSender<Done>,
     shutdown: watch::Receiver<bool>,
 }
 
 impl PodWorkers {
-    /// Workers that report finished terminations on `done`.
+    /// Workers that report finished terminations on `done`; `snapshot` is
+    /// the PLEG's latest relist.
     pub fn new(
         ctx: Context,
+        snapshot: watch::Receiver<Arc<Snapshot>>,
         done: mpsc::UnboundedSender<Done>,
         shutdown: watch::Receiver<bool>,
     ) -> Self {
         Self {
             ctx,
+            snapshot,
             workers: HashMap::new(),
             done,
             shutdown,
@@ -140,10 +145,20 @@ impl PodWorkers {
         let worker = self.workers.entry(uid.to_owned()).or_insert_with(|| {
             let slot = Arc::new(Slot::default());
             self.ctx.metrics.pod_workers_add(1);
+            // A pod the last relist did not see has nothing in the runtime: only
+            // its worker, which starts now, creates anything for it (the
+            // kubelet's first sync likewise reads the PLEG's pod cache).
+            let runtime_empty = {
+                let relist = self.snapshot.borrow();
+                relist.at.is_some()
+                    && !relist.sandboxes.iter().any(|s| s.pod_uid == uid)
+                    && !relist.containers.iter().any(|c| c.pod_uid == uid)
+            };
             let task = tokio::spawn(
                 run(
                     self.ctx.clone(),
                     uid.to_owned(),
+                    runtime_empty,
                     slot.clone(),
                     self.done.clone(),
                     self.shutdown.clone(),
@@ -226,11 +241,15 @@ pub fn grace_period(pod: &Pod) -> Duration {
 async fn run(
     ctx: Context,
     uid: String,
+    runtime_empty: bool,
     slot: Arc<Slot>,
     done: mpsc::UnboundedSender<Done>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut state = PodState::new(&ctx.timings);
+    if runtime_empty {
+        state.runtime_is_empty();
+    }
     let mut phase = Phase::Syncing;
     let mut wake: Option<Instant> = None;
     let mut last: Option<Update> = None;

@@ -220,35 +220,31 @@ impl PodStatus {
 }
 
 /// What [`Runtime::pod_status_cached`] remembers between calls for one pod:
-/// the details of containers that can no longer change while the runtime lists
-/// them in the same state (a running container's start, an exited container's
-/// exit), and the IP of each ready sandbox. Keeps a worker from issuing a
-/// `ContainerStatus` per container and a `PodSandboxStatus` at every sync.
+/// the last status read, whose container details cannot change while the
+/// runtime lists a container in the same state (a running container's start,
+/// an exited container's exit) and whose ready sandbox keeps its IP, so a read
+/// asks `ContainerStatus` and `PodSandboxStatus` only for what changed.
 ///
-/// It also keeps the last status read, and what the worker changed since
-/// (sandboxes it ran or stopped, containers it created or stopped), so that
-/// after its own actions a worker re-reads only those
-/// ([`Runtime::pod_status_refreshed`]) instead of listing the pod again, as the
-/// kubelet's `SyncPod` relies on its pod cache rather than a fresh relist.
+/// It also keeps what the worker changed since (sandboxes it ran or stopped,
+/// containers it created or stopped), so that after its own actions a worker
+/// re-reads only those ([`Runtime::pod_status_refreshed`]) instead of listing
+/// the pod again, as the kubelet's `SyncPod` relies on its pod cache rather
+/// than a fresh relist.
 #[derive(Debug, Default)]
 pub struct StatusCache {
-    containers: HashMap<String, Container>,
-    sandbox_ips: HashMap<String, String>,
     last: Option<PodStatus>,
+    /// `last` is known to be current: the next read may answer it as is.
+    last_is_current: bool,
     touched_sandboxes: Vec<String>,
     touched_containers: Vec<(String, String)>,
 }
 
 impl StatusCache {
-    /// Keeps a started or exited container's details.
-    fn remember(&mut self, container: &Container) {
-        if matches!(
-            container.state,
-            ContainerState::Running | ContainerState::Exited
-        ) {
-            self.containers
-                .insert(container.id.clone(), container.clone());
-        }
+    /// The runtime has nothing for the pod (the last relist did not see it
+    /// and nobody but this worker creates anything for it).
+    pub fn known_empty(&mut self) {
+        self.last = Some(PodStatus::default());
+        self.last_is_current = true;
     }
 
     /// Records that the worker ran or stopped sandbox `id`.
@@ -523,6 +519,13 @@ impl Runtime {
 
     /// [`Runtime::pod_status`], asking the runtime only for what `cache` does not know yet.
     pub async fn pod_status_cached(&self, pod: &Pod, cache: &mut StatusCache) -> Result<PodStatus> {
+        if std::mem::take(&mut cache.last_is_current)
+            && cache.touched_sandboxes.is_empty()
+            && cache.touched_containers.is_empty()
+            && let Some(last) = &cache.last
+        {
+            return Ok(last.clone());
+        }
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let selector: HashMap<String, String> = [(POD_UID_LABEL.to_owned(), uid)].into();
         let sandboxes = self
@@ -552,18 +555,19 @@ impl Runtime {
             });
         }
         status.sort();
-        cache
-            .sandbox_ips
-            .retain(|id, _| status.sandboxes.iter().any(|s| s.ready && s.id == *id));
+        let previous = cache.last.take().unwrap_or_default();
         if let Some(latest) = status.sandboxes.first_mut().filter(|s| s.ready) {
-            if let Some(ip) = cache.sandbox_ips.get(&latest.id) {
-                latest.ip = Some(ip.clone());
-            } else if let Some(read) = self.read_sandbox(pod, &latest.id).await? {
-                latest.ip = read.ip;
-                if let Some(ip) = &latest.ip {
-                    cache.sandbox_ips.insert(latest.id.clone(), ip.clone());
-                }
-            }
+            let known = previous
+                .sandboxes
+                .iter()
+                .find(|s| s.id == latest.id && s.ready && s.ip.is_some());
+            latest.ip = match known {
+                Some(known) => known.ip.clone(),
+                None => self
+                    .read_sandbox(pod, &latest.id)
+                    .await?
+                    .and_then(|read| read.ip),
+            };
         }
         let containers = self
             .call(
@@ -579,25 +583,23 @@ impl Runtime {
             )
             .await?
             .containers;
-        cache
-            .containers
-            .retain(|id, _| containers.iter().any(|c| c.id == *id));
         for c in containers {
             let listed = ContainerState::from_cri(c.state);
-            if let Some(known) = cache.containers.get(&c.id).filter(|k| k.state == listed) {
-                status.containers.push(known.clone());
-                continue;
-            }
-            // Removed between the list and the status call: skip it.
-            let Some(container) = self.read_container(pod, &c.id, &c.pod_sandbox_id).await? else {
-                continue;
-            };
             // A started or exited container keeps its details while the runtime
             // lists it in the same state.
-            if container.state == listed {
-                cache.remember(&container);
+            let known = previous.containers.iter().find(|k| {
+                k.id == c.id
+                    && k.state == listed
+                    && matches!(listed, ContainerState::Running | ContainerState::Exited)
+            });
+            if let Some(known) = known {
+                status.containers.push(known.clone());
+            } else if let Some(container) =
+                self.read_container(pod, &c.id, &c.pod_sandbox_id).await?
+            {
+                status.containers.push(container);
             }
-            status.containers.push(container);
+            // (None: removed between the list and the status call.)
         }
         status.sort();
         cache.last = Some(status.clone());
@@ -624,11 +626,7 @@ impl Runtime {
         sandboxes.dedup();
         for id in sandboxes {
             status.sandboxes.retain(|s| s.id != id);
-            cache.sandbox_ips.remove(&id);
             if let Some(sandbox) = self.read_sandbox(pod, &id).await? {
-                if let Some(ip) = sandbox.ip.as_ref().filter(|_| sandbox.ready) {
-                    cache.sandbox_ips.insert(id, ip.clone());
-                }
                 status.sandboxes.push(sandbox);
             }
         }
@@ -637,9 +635,7 @@ impl Runtime {
         containers.dedup();
         for (id, sandbox_id) in containers {
             status.containers.retain(|c| c.id != id);
-            cache.containers.remove(&id);
             if let Some(container) = self.read_container(pod, &id, &sandbox_id).await? {
-                cache.remember(&container);
                 status.containers.push(container);
             }
         }

@@ -78,6 +78,13 @@ impl PodState {
     }
 }
 
+impl PodState {
+    /// The runtime has nothing for this pod yet: the first read needs no calls.
+    pub fn runtime_is_empty(&mut self) {
+        self.runtime.known_empty();
+    }
+}
+
 fn earliest(a: Option<Instant>, b: Instant) -> Option<Instant> {
     Some(a.map_or(b, |a| a.min(b)))
 }
