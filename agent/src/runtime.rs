@@ -421,6 +421,12 @@ impl Runtime {
         })
     }
 
+    /// The directory holding one directory per pod (`<namespace>_<name>_<uid>`)
+    /// with its container logs and termination-message files.
+    pub fn pods_dir(&self) -> &std::path::Path {
+        &self.log_root
+    }
+
     async fn call<T>(
         &self,
         op: &'static str,

@@ -29,6 +29,8 @@ pub struct SyncLoop {
     runtime: Runtime,
     snapshot: watch::Receiver<Arc<Snapshot>>,
     minimum_grace: Duration,
+    /// Whether pod config has delivered its first full listing.
+    listed: bool,
 }
 
 /// The channels the sync loop reads.
@@ -63,6 +65,7 @@ impl SyncLoop {
             runtime,
             snapshot,
             minimum_grace,
+            listed: false,
         }
     }
 
@@ -111,6 +114,7 @@ impl SyncLoop {
                 }
             }
             Op::Reconcile => {
+                self.listed = true;
                 let listed: HashSet<String> = update.pods.iter().map(|p| uid(p)).collect();
                 let gone: Vec<(String, Arc<Pod>)> = self
                     .pods
@@ -192,7 +196,8 @@ impl SyncLoop {
         }
     }
 
-    /// `HandlePodCleanups`: orphaned runtime pods are killed and removed.
+    /// `HandlePodCleanups`: orphaned runtime pods are killed and removed, and
+    /// the directories of pods gone from everywhere are deleted.
     fn housekeeping(&mut self) {
         let snapshot = self.snapshot.borrow().clone();
         if snapshot.at.is_none() {
@@ -203,6 +208,7 @@ impl SyncLoop {
                 || self.removed.contains_key(uid)
                 || self.workers.contains(uid)
         });
+        self.remove_orphaned_pod_dirs(&snapshot);
         if orphans.is_empty() {
             return;
         }
@@ -210,5 +216,30 @@ impl SyncLoop {
             housekeeping::clean_up(self.runtime.clone(), snapshot, orphans, self.minimum_grace)
                 .in_current_span(),
         );
+    }
+
+    /// Removes the directories of pods that neither the API (once listed), a
+    /// worker nor the runtime has.
+    fn remove_orphaned_pod_dirs(&self, snapshot: &Snapshot) {
+        if !self.listed {
+            return;
+        }
+        let as_of = std::time::SystemTime::now();
+        let keep: HashSet<String> = self
+            .pods
+            .keys()
+            .chain(self.removed.keys())
+            .chain(self.workers.uids())
+            .chain(snapshot.sandboxes.iter().map(|s| &s.pod_uid))
+            .chain(snapshot.containers.iter().map(|c| &c.pod_uid))
+            .cloned()
+            .collect();
+        let pods_dir = self.runtime.pods_dir().to_owned();
+        tokio::task::spawn_blocking(move || {
+            let removed = housekeeping::remove_orphaned_pod_dirs(&pods_dir, &keep, as_of);
+            if !removed.is_empty() {
+                tracing::debug!(pods = ?removed, "removed directories of pods that are gone");
+            }
+        });
     }
 }

@@ -177,6 +177,21 @@ impl Env {
             .expect("watch task")
     }
 
+    /// Waits until housekeeping removed `path`.
+    async fn wait_gone(&self, path: &std::path::Path) {
+        let removed = tokio::time::timeout(WAIT, async {
+            while path.exists() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        assert!(
+            removed.is_ok(),
+            "{} still there after {WAIT:?}",
+            path.display()
+        );
+    }
+
     async fn shutdown(mut self) {
         self.stop_agent().await;
         self.cri.shutdown().await;
@@ -330,6 +345,15 @@ async fn never_pod_fails_with_exit_code() {
         .and_then(|s| s.terminated.as_ref())
         .map(|t| t.exit_code);
     assert_eq!(exit, Some(3), "terminated while still Running");
+    let uid = pod.metadata.uid.as_deref().expect("uid");
+    let pod_dir = env
+        .dir
+        .path()
+        .join(format!("agent/pods/default_fail_{uid}"));
+    assert!(
+        pod_dir.join("c/0.log").exists(),
+        "the container log is there"
+    );
     // Deleting a terminal pod: nothing to stop, the agent finalizes it at once.
     let gone = env.watch_from_start("fail", None).await;
     env.pods()
@@ -341,6 +365,8 @@ async fn never_pod_fails_with_exit_code() {
         seen.iter().all(|p| phase(p) == "Failed"),
         "a terminal phase never changes"
     );
+    // Its directory (container log, termination-message file) goes too.
+    env.wait_gone(&pod_dir).await;
     env.shutdown().await;
 }
 
