@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use kube::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
 use crate::metrics::Metrics;
+use crate::pod_status::KUBELET_CONDITIONS;
 
 /// What happened to the pods of an update.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,14 +134,26 @@ pub fn differ_semantically(a: &Pod, b: &Pod) -> bool {
         || a.metadata.uid != b.metadata.uid
 }
 
+/// The conditions of a pod that other writers own (readiness gates,
+/// `DisruptionTarget`, …): every one not in [`KUBELET_CONDITIONS`].
+fn foreign_conditions(pod: &Pod) -> impl Iterator<Item = &PodCondition> {
+    pod.status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .filter(|c| !KUBELET_CONDITIONS.contains(&c.type_.as_str()))
+}
+
 fn classify(known: &mut HashMap<String, Arc<Pod>>, pod: Arc<Pod>) -> Option<PodUpdate> {
     let uid = uid(&pod);
-    if known
-        .get(&uid)
-        .is_some_and(|previous| !differ_semantically(previous, &pod))
-    {
-        // Keep the copy the pod workers hold rather than a second one that
-        // differs only in status.
+    if known.get(&uid).is_some_and(|previous| {
+        !differ_semantically(previous, &pod)
+            && foreign_conditions(previous).eq(foreign_conditions(&pod))
+    }) {
+        // Only the status changed, and only in what the agent writes itself:
+        // keep the copy the pod workers hold rather than a second one. A
+        // condition another writer set (a readiness gate) is passed on like
+        // the kubelet's reconcile of pod readiness, so the worker reports
+        // `Ready` from it and keeps it in the status it writes.
         return None;
     }
     let previous = known.insert(uid, pod.clone());
@@ -191,5 +204,49 @@ mod tests {
         );
         assert_eq!(op(classify(&mut known, pod("a", true))), Some(Op::Delete));
         assert_eq!(op(classify(&mut known, pod("a", true))), None);
+    }
+
+    #[test]
+    fn a_condition_set_by_another_writer_is_passed_on() {
+        let with = |conditions: &[(&str, &str)]| {
+            let mut p = (*pod("a", false)).clone();
+            p.status = Some(k8s_openapi::api::core::v1::PodStatus {
+                conditions: Some(
+                    conditions
+                        .iter()
+                        .map(|(t, s)| PodCondition {
+                            type_: (*t).into(),
+                            status: (*s).into(),
+                            ..Default::default()
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            });
+            Arc::new(p)
+        };
+        let mut known = HashMap::new();
+        let op = |u: Option<PodUpdate>| u.map(|u| u.op);
+        assert_eq!(op(classify(&mut known, with(&[]))), Some(Op::Add));
+        assert_eq!(
+            op(classify(&mut known, with(&[("Ready", "True")]))),
+            None,
+            "the agent's own status write"
+        );
+        assert_eq!(
+            op(classify(
+                &mut known,
+                with(&[("Ready", "True"), ("example.com/gate", "True")])
+            )),
+            Some(Op::Update),
+            "a readiness gate's condition"
+        );
+        assert_eq!(
+            op(classify(
+                &mut known,
+                with(&[("Ready", "False"), ("example.com/gate", "True")])
+            )),
+            None
+        );
     }
 }

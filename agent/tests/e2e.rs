@@ -1068,3 +1068,54 @@ async fn cri_errors_surface_as_waiting_reasons_and_recover() {
     );
     env.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_gates_follow_conditions_set_by_others() {
+    let env = Env::start().await;
+    env.create(
+        "gated",
+        json!({
+            "readinessGates": [{ "conditionType": "example.com/gate" }],
+            "containers": [{ "name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"] }],
+        }),
+    )
+    .await;
+    let ready_is = |want: &'static str, reason: Option<&'static str>| {
+        move |p: &Pod| {
+            phase(p) == "Running"
+                && condition(p, "Ready")
+                    .is_some_and(|c| c.status == want && c.reason.as_deref() == reason)
+        }
+    };
+    env.watch_until("gated", ready_is("False", Some("ReadinessGatesNotReady")))
+        .await;
+    // A controller sets the gate's condition through the status subresource.
+    let set_gate = |status: &str| json!({ "status": { "conditions": [{ "type": "example.com/gate", "status": status }] } });
+    let params = kube::api::PatchParams::default();
+    env.pods()
+        .patch_status(
+            "gated",
+            &params,
+            &kube::api::Patch::Strategic(set_gate("True")),
+        )
+        .await
+        .expect("gate set");
+    let seen = env.watch_until("gated", ready_is("True", None)).await;
+    let pod = seen.last().expect("a state");
+    assert_eq!(
+        condition(pod, "example.com/gate").map(|c| c.status.as_str()),
+        Some("True"),
+        "the agent's status writes keep the gate's condition"
+    );
+    env.pods()
+        .patch_status(
+            "gated",
+            &params,
+            &kube::api::Patch::Strategic(set_gate("False")),
+        )
+        .await
+        .expect("gate cleared");
+    env.watch_until("gated", ready_is("False", Some("ReadinessGatesNotReady")))
+        .await;
+    env.shutdown().await;
+}
