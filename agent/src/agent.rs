@@ -181,6 +181,7 @@ impl AgentBuilder {
 
         let node_ip = self.node_ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let (node_tx, node_rx) = watch::channel::<Option<Node>>(None);
+        let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(pleg::Snapshot::default()));
         tasks.push(tokio::spawn(
             node_status::run(
                 self.client.clone(),
@@ -191,7 +192,11 @@ impl AgentBuilder {
                     root_dir: self.root_dir.clone(),
                     port,
                 },
-                runtime.clone(),
+                node_status::HealthChecks {
+                    runtime: runtime.clone(),
+                    pleg: snapshot_rx.clone(),
+                    pleg_threshold: self.timings.pleg_health_threshold,
+                },
                 self.timings.clone(),
                 metrics.clone(),
                 node_tx,
@@ -219,7 +224,6 @@ impl AgentBuilder {
         tasks.push(status_task);
 
         let (pleg_tx, pleg_rx) = mpsc::unbounded_channel();
-        let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(pleg::Snapshot::default()));
         tasks.extend(pleg::spawn(
             runtime.clone(),
             self.timings.pleg_relist_period,

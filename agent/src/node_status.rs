@@ -27,7 +27,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::Timings;
+use crate::backoff::go_duration;
 use crate::metrics::Metrics;
+use crate::pleg::Snapshot;
 use crate::runtime::Runtime;
 use crate::status_manager::now;
 
@@ -325,21 +327,51 @@ pub async fn register(
     }
 }
 
-/// Checks the runtime: `Version` once, `Status` every time.
+/// What the node's `Ready` condition checks (the kubelet's `runtimeState`
+/// health checks): the runtime's `Status`, and how recently the PLEG relisted.
+#[derive(Debug, Clone)]
+pub struct HealthChecks {
+    /// The CRI runtime.
+    pub runtime: Runtime,
+    /// The PLEG's latest relist.
+    pub pleg: watch::Receiver<Arc<Snapshot>>,
+    /// [`Timings::pleg_health_threshold`].
+    pub pleg_threshold: Duration,
+}
+
+/// The PLEG health check (`GenericPLEG.Healthy`): why the node is not ready
+/// when the last successful relist is older than `threshold`. (Before the
+/// first relist the agent reports nothing here: its node status already
+/// waits for the runtime.)
+pub fn pleg_problem(last_relist: Option<Instant>, threshold: Duration) -> Option<String> {
+    let elapsed = last_relist?.elapsed();
+    (elapsed > threshold).then(|| {
+        format!(
+            "PLEG is not healthy: pleg was last seen active {} ago; threshold is {}",
+            go_duration(elapsed),
+            go_duration(threshold)
+        )
+    })
+}
+
+/// Checks the runtime (`Version` once, `Status` every time) and the PLEG.
 pub async fn runtime_health(
-    runtime: &Runtime,
+    checks: &HealthChecks,
     version: &mut Option<String>,
     timeout: Duration,
 ) -> RuntimeHealth {
+    let runtime = &checks.runtime;
     if version.is_none()
         && let Ok(Ok((name, v))) = tokio::time::timeout(timeout, runtime.version()).await
     {
         *version = Some(format!("{name}://{v}"));
     }
-    let problems = match runtime.readiness(timeout).await {
+    let mut problems = match runtime.readiness(timeout).await {
         Ok(r) => r.problems,
         Err(_) => vec!["container runtime is down".to_owned()],
     };
+    let last_relist = checks.pleg.borrow().at;
+    problems.extend(pleg_problem(last_relist, checks.pleg_threshold));
     RuntimeHealth {
         version: version.clone(),
         problems,
@@ -351,7 +383,7 @@ pub async fn runtime_health(
 pub async fn run(
     client: kube::Client,
     config: Config,
-    runtime: Runtime,
+    checks: HealthChecks,
     timings: Timings,
     metrics: Arc<Metrics>,
     node_tx: watch::Sender<Option<Node>>,
@@ -386,7 +418,7 @@ pub async fn run(
             _ = shutdown.changed() => return,
         }
         let health = runtime_health(
-            &runtime,
+            &checks,
             &mut version,
             timings
                 .node_status_update_frequency
@@ -482,5 +514,19 @@ mod tests {
         for key in ["cpu", "memory", "pods", "ephemeral-storage"] {
             assert!(cap.contains_key(key), "{key}");
         }
+    }
+
+    #[test]
+    fn pleg_is_unhealthy_only_past_its_threshold() {
+        let threshold = Duration::from_secs(180);
+        assert_eq!(pleg_problem(None, threshold), None, "no relist yet");
+        assert_eq!(pleg_problem(Some(Instant::now()), threshold), None);
+        let stale = Instant::now() - Duration::from_secs(200);
+        let message = pleg_problem(Some(stale), threshold).expect("unhealthy");
+        assert!(
+            message.starts_with("PLEG is not healthy: pleg was last seen active 3m20")
+                && message.ends_with(" ago; threshold is 3m0s"),
+            "{message}"
+        );
     }
 }

@@ -185,19 +185,29 @@ pub async fn sync(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Re
             return Ok(Outcome::Terminal);
         }
         wake = None;
+        let reasons_before = state.reasons.clone();
         let acted = converge(ctx, state, pod, &rt, &mut wake).await?;
-        if !acted {
+        if acted {
+            rt = ctx
+                .runtime
+                .pod_status_refreshed(pod, &mut state.runtime)
+                .await?;
+            state.prober.track(pod, &rt);
+        }
+        // A start that failed in this pass (`ErrImagePull`, `CreateContainerError`)
+        // is reported and retried at `wake`, like the kubelet's requeue after a
+        // failed `SyncPod`, not again at once in this sync.
+        let failed = state
+            .reasons
+            .iter()
+            .any(|(name, reason)| reasons_before.get(name) != Some(reason));
+        if !acted || failed {
             // Reasons may have changed (e.g. CrashLoopBackOff): report them.
             publish(ctx, state, pod, &rt, false, false).await;
             return Ok(Outcome::Continue {
                 wake_at: earliest_opt(wake, state.prober.next_due()),
             });
         }
-        rt = ctx
-            .runtime
-            .pod_status_refreshed(pod, &mut state.runtime)
-            .await?;
-        state.prober.track(pod, &rt);
     }
     publish(ctx, state, pod, &rt, false, false).await;
     Ok(Outcome::Continue {

@@ -9,6 +9,9 @@ use std::time::Duration;
 pub struct Timings {
     /// PLEG relist period (`--pleg-relist-period`, 1 s).
     pub pleg_relist_period: Duration,
+    /// How stale the last successful PLEG relist may get before the node is
+    /// not ready (`relistThreshold`, 3 min).
+    pub pleg_health_threshold: Duration,
     /// Housekeeping period (`housekeepingPeriod`, 2 s).
     pub housekeeping_period: Duration,
     /// Full resync of every pod worker (`syncFrequency`, 1 min).
@@ -41,6 +44,7 @@ impl Default for Timings {
     fn default() -> Self {
         Self {
             pleg_relist_period: Duration::from_secs(1),
+            pleg_health_threshold: Duration::from_secs(180),
             housekeeping_period: Duration::from_secs(2),
             sync_frequency: Duration::from_secs(60),
             status_batch_sync: Duration::from_secs(10),
@@ -64,6 +68,7 @@ impl Timings {
     pub fn fast() -> Self {
         Self {
             pleg_relist_period: Duration::from_millis(100),
+            pleg_health_threshold: Duration::from_secs(2),
             housekeeping_period: Duration::from_millis(200),
             sync_frequency: Duration::from_secs(5),
             status_batch_sync: Duration::from_millis(500),

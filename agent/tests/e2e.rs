@@ -851,6 +851,34 @@ async fn runtime_not_ready_turns_node_not_ready() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_pleg_turns_node_not_ready() {
+    let env = Env::start().await;
+    let nodes: Api<Node> = Api::all(env.api.client());
+    wait_node_ready(&nodes, "True").await;
+    // Every relist fails from now on: after the PLEG threshold (2 s with the
+    // fast timings) the node is not ready, like the kubelet's PLEG health check.
+    env.cri
+        .control()
+        .fail_next("ListPodSandbox", 100_000, tonic::Code::Unavailable)
+        .expect("fault set");
+    let node = wait_node_ready(&nodes, "False").await;
+    let message = node
+        .status
+        .and_then(|s| s.conditions)
+        .and_then(|c| c.into_iter().find(|c| c.type_ == "Ready"))
+        .and_then(|c| c.message)
+        .unwrap_or_default();
+    assert!(
+        message.starts_with("PLEG is not healthy: pleg was last seen active ")
+            && message.ends_with(" ago; threshold is 2s"),
+        "{message}"
+    );
+    env.cri.control().clear_faults();
+    wait_node_ready(&nodes, "True").await;
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_restart_keeps_running_containers() {
     let mut env = Env::start().await;
     env.create("keep", running_pod(&["sleep", "600"])).await;
