@@ -6,12 +6,13 @@
 //! `metadata.uid` (so a write can never land on a pod recreated under the
 //! same name). Like `mergePodStatus`, a write does not take a pod to a
 //! terminal phase before its worker has terminated it
-//! ([`pod_status::delay_terminal_phase`]): the status the API last got from
-//! us (or had before) keeps its phase for that write. Writes for different pods run concurrently, writes for one pod
-//! in order, latest version wins; at most [`MAX_IN_FLIGHT`] writes are out at
-//! once, the others queue in order and meanwhile coalesce to their newest
-//! status (so a burst of pods costs fewer writes and API connections). Failed
-//! writes are retried by the periodic batch sync. Once a worker reports a pod being deleted as finished (no
+//! ([`pod_status::delay_terminal_phase`]): the phase the API last got from us
+//! (or had before) stays for that write. Writes for different pods run
+//! concurrently, writes for one pod in order, latest version wins; at most
+//! [`MAX_IN_FLIGHT`] writes are out at once, the others queue in order and
+//! meanwhile coalesce to their newest status (so a burst of pods costs fewer
+//! writes and API connections). Failed writes are retried by the periodic
+//! batch sync. Once a worker reports a pod being deleted as finished (no
 //! container runs any more), its final status is written and the pod is
 //! deleted from the API with grace period 0 and a UID precondition:
 //! *deletion finalization*.
