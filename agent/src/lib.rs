@@ -15,8 +15,9 @@
 //!   also finalizes deletions), and converges the [`runtime`] (sandbox, init
 //!   containers, app containers, [`backoff`]);
 //! - [`housekeeping`] removes what the runtime still runs for pods the API no
-//!   longer has; [`node_status`] and [`node_lease`] keep the Node and its Lease
-//!   fresh; [`server`] serves `/healthz` and [`metrics`] on 127.0.0.1;
+//!   longer has, and the directories of pods gone from everywhere;
+//!   [`node_status`] (runtime and PLEG health) and [`node_lease`] keep the
+//!   Node and its Lease fresh; [`server`] serves `/healthz` and [`metrics`] on 127.0.0.1;
 //!   [`prober`] runs startup, liveness and readiness probes.
 //!
 //! Tasks own their state and talk over channels; every loop stops on the
