@@ -76,9 +76,7 @@ impl PodState {
             runtime: runtime::StatusCache::default(),
         }
     }
-}
 
-impl PodState {
     /// The runtime has nothing for this pod yet: the first read needs no calls.
     pub fn runtime_is_empty(&mut self) {
         self.runtime.known_empty();
