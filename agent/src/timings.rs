@@ -68,7 +68,7 @@ impl Timings {
     pub fn fast() -> Self {
         Self {
             pleg_relist_period: Duration::from_millis(100),
-            pleg_health_threshold: Duration::from_secs(2),
+            pleg_health_threshold: Duration::from_secs(3),
             housekeeping_period: Duration::from_millis(200),
             sync_frequency: Duration::from_secs(5),
             status_batch_sync: Duration::from_millis(500),

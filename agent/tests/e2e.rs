@@ -855,7 +855,7 @@ async fn a_stale_pleg_turns_node_not_ready() {
     let env = Env::start().await;
     let nodes: Api<Node> = Api::all(env.api.client());
     wait_node_ready(&nodes, "True").await;
-    // Every relist fails from now on: after the PLEG threshold (2 s with the
+    // Every relist fails from now on: after the PLEG threshold (3 s with the
     // fast timings) the node is not ready, like the kubelet's PLEG health check.
     env.cri
         .control()
@@ -870,7 +870,7 @@ async fn a_stale_pleg_turns_node_not_ready() {
         .unwrap_or_default();
     assert!(
         message.starts_with("PLEG is not healthy: pleg was last seen active ")
-            && message.ends_with(" ago; threshold is 2s"),
+            && message.ends_with(" ago; threshold is 3s"),
         "{message}"
     );
     env.cri.control().clear_faults();
