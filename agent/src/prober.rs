@@ -109,11 +109,36 @@ impl Tracked {
     }
 }
 
+/// A container to restart because its liveness or startup probe failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kill {
+    /// Container name.
+    pub name: String,
+    /// Container ID.
+    pub id: String,
+    /// The failed probe's own `terminationGracePeriodSeconds`, which
+    /// overrides the pod's for this kill.
+    pub grace: Option<Duration>,
+}
+
+impl Kill {
+    fn new(name: &str, id: &str, probe: &Probe) -> Self {
+        Self {
+            name: name.to_owned(),
+            id: id.to_owned(),
+            grace: probe
+                .termination_grace_period_seconds
+                .and_then(|s| u64::try_from(s).ok())
+                .map(Duration::from_secs),
+        }
+    }
+}
+
 /// Probe results of a pod's containers.
 #[derive(Debug, Default)]
 pub struct Prober {
     tracked: HashMap<String, Tracked>,
-    kills: Vec<(String, String)>,
+    kills: Vec<Kill>,
 }
 
 /// The readiness and started state of a container, by container name.
@@ -192,8 +217,8 @@ impl Prober {
             .min()
     }
 
-    /// Containers whose liveness or startup probe failed: `(name, id)`, to kill.
-    pub fn take_kills(&mut self) -> Vec<(String, String)> {
+    /// Containers whose liveness or startup probe failed, to kill.
+    pub fn take_kills(&mut self) -> Vec<Kill> {
         std::mem::take(&mut self.kills)
     }
 
@@ -206,7 +231,7 @@ impl Prober {
                 let ok = run_probe(runtime, &t.id, &p.spec, pod_ip).await;
                 changed |= p.record(ok, now);
                 if p.failures >= p.spec.failure_threshold.unwrap_or(3).max(1) {
-                    self.kills.push((name.clone(), t.id.clone()));
+                    self.kills.push(Kill::new(name, &t.id, &p.spec));
                     continue;
                 }
             }
@@ -217,7 +242,7 @@ impl Prober {
                 let ok = run_probe(runtime, &t.id, &p.spec, pod_ip).await;
                 changed |= p.record(ok, now);
                 if !p.result {
-                    self.kills.push((name.clone(), t.id.clone()));
+                    self.kills.push(Kill::new(name, &t.id, &p.spec));
                 }
             }
             if let Some(p) = t.readiness.as_mut().filter(|p| p.next <= now) {

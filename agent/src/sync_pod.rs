@@ -160,11 +160,14 @@ pub async fn sync(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Re
     let pod_ip = rt.sandbox().and_then(|s| s.ip.clone());
     state.prober.run_due(&ctx.runtime, pod_ip.as_deref()).await;
     let mut killed = false;
-    for (name, id) in state.prober.take_kills() {
-        tracing::info!(pod = %runtime::pod_key(pod), container = %name, "container failed its liveness or startup probe, will be restarted");
-        let grace = crate::pod_workers::grace_period(pod).max(ctx.timings.minimum_stop_grace);
-        ctx.runtime.stop_container(&id, grace).await?;
-        if let Some(c) = rt.containers.iter().find(|c| c.id == id) {
+    for kill in state.prober.take_kills() {
+        tracing::info!(pod = %runtime::pod_key(pod), container = %kill.name, "container failed its liveness or startup probe, will be restarted");
+        let grace = kill
+            .grace
+            .unwrap_or_else(|| crate::pod_workers::grace_period(pod))
+            .max(ctx.timings.minimum_stop_grace);
+        ctx.runtime.stop_container(&kill.id, grace).await?;
+        if let Some(c) = rt.containers.iter().find(|c| c.id == kill.id) {
             state.runtime.touch_container(&c.id, &c.sandbox_id);
         }
         killed = true;

@@ -1147,3 +1147,43 @@ async fn readiness_gates_follow_conditions_set_by_others() {
         .await;
     env.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_liveness_probe_kills_with_its_own_grace_period() {
+    let env = Env::start().await;
+    let watch = env
+        .watch_from_start(
+            "probegrace",
+            Some(Box::new(|p| {
+                container(p, "c").is_some_and(|c| c.restart_count >= 1)
+            })),
+        )
+        .await;
+    // `sleep` as PID 1 ignores SIGTERM, so the kill lasts the whole grace
+    // period: the probe's 2 s, not the pod's 30 s (which would outlast WAIT).
+    env.create(
+        "probegrace",
+        json!({ "terminationGracePeriodSeconds": 30, "containers": [{
+            "name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"],
+            "livenessProbe": {
+                "exec": { "command": ["cat", "/tmp/healthy"] },
+                "periodSeconds": 1, "failureThreshold": 1,
+                "terminationGracePeriodSeconds": 2,
+            },
+        }] }),
+    )
+    .await;
+    let seen = Env::finish(watch, "probegrace restarted").await;
+    let last = seen
+        .last()
+        .and_then(|p| container(p, "c"))
+        .and_then(|c| c.last_state.as_ref())
+        .and_then(|s| s.terminated.as_ref())
+        .map(|t| t.exit_code);
+    assert_eq!(
+        last,
+        Some(137),
+        "killed once the probe's grace period ran out"
+    );
+    env.shutdown().await;
+}
