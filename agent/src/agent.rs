@@ -16,7 +16,7 @@ use crate::pod_workers::PodWorkers;
 use crate::runtime::Runtime;
 use crate::sync_loop::{Inputs, SyncLoop};
 use crate::sync_pod::Context;
-use crate::{Timings, node_lease, node_status, pleg, pod_config, server, status_manager};
+use crate::{Timings, events, node_lease, node_status, pleg, pod_config, server, status_manager};
 
 /// Errors starting the agent.
 #[derive(Debug, thiserror::Error)]
@@ -215,6 +215,15 @@ impl AgentBuilder {
             .in_current_span(),
         ));
 
+        let (events, events_task) = events::spawn(
+            self.client.clone(),
+            &self.node_name,
+            metrics.clone(),
+            shutdown.clone(),
+        );
+        tasks.push(events_task);
+        events.node(events::Type::Normal, "Starting", "Starting kubelet.".into());
+
         let (status, status_task) = status_manager::spawn(
             self.client.clone(),
             &self.timings,
@@ -249,6 +258,7 @@ impl AgentBuilder {
             metrics: metrics.clone(),
             host_ip: Some(node_ip.to_string()),
             runtime_name: Arc::new(OnceCell::new()),
+            events,
         };
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let workers = PodWorkers::new(ctx, snapshot_rx.clone(), done_tx, shutdown.clone());

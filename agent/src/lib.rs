@@ -18,7 +18,8 @@
 //!   longer has, and the directories of pods gone from everywhere;
 //!   [`node_status`] (runtime and PLEG health) and [`node_lease`] keep the
 //!   Node and its Lease fresh; [`server`] serves `/healthz` and [`metrics`] on 127.0.0.1;
-//!   [`prober`] runs startup, liveness and readiness probes.
+//!   [`prober`] runs startup, liveness and readiness probes; [`events`]
+//!   records the events `kubectl describe` shows.
 //!
 //! Tasks own their state and talk over channels; every loop stops on the
 //! shutdown signal of [`AgentHandle::shutdown`]. All periods are in [`Timings`].
@@ -40,6 +41,7 @@
 mod agent;
 pub mod backoff;
 pub mod container_log;
+pub mod events;
 pub mod housekeeping;
 pub mod metrics;
 pub mod node_lease;

@@ -116,16 +116,19 @@ pub struct Kill {
     pub name: String,
     /// Container ID.
     pub id: String,
+    /// Which probe failed: `liveness` or `startup`.
+    pub probe: &'static str,
     /// The failed probe's own `terminationGracePeriodSeconds`, which
     /// overrides the pod's for this kill.
     pub grace: Option<Duration>,
 }
 
 impl Kill {
-    fn new(name: &str, id: &str, probe: &Probe) -> Self {
+    fn new(name: &str, id: &str, which: &'static str, probe: &Probe) -> Self {
         Self {
             name: name.to_owned(),
             id: id.to_owned(),
+            probe: which,
             grace: probe
                 .termination_grace_period_seconds
                 .and_then(|s| u64::try_from(s).ok())
@@ -231,7 +234,7 @@ impl Prober {
                 let ok = run_probe(runtime, &t.id, &p.spec, pod_ip).await;
                 changed |= p.record(ok, now);
                 if p.failures >= p.spec.failure_threshold.unwrap_or(3).max(1) {
-                    self.kills.push(Kill::new(name, &t.id, &p.spec));
+                    self.kills.push(Kill::new(name, &t.id, "startup", &p.spec));
                     continue;
                 }
             }
@@ -242,7 +245,7 @@ impl Prober {
                 let ok = run_probe(runtime, &t.id, &p.spec, pod_ip).await;
                 changed |= p.record(ok, now);
                 if !p.result {
-                    self.kills.push(Kill::new(name, &t.id, &p.spec));
+                    self.kills.push(Kill::new(name, &t.id, "liveness", &p.spec));
                 }
             }
             if let Some(p) = t.readiness.as_mut().filter(|p| p.next <= now) {

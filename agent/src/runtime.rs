@@ -829,8 +829,8 @@ impl Runtime {
         Ok(resp.pod_sandbox_id)
     }
 
-    /// `ImageStatus`: whether `image` is present.
-    pub async fn image_present(&self, image: &str) -> Result<bool> {
+    /// `ImageStatus`: the image's size in bytes if the runtime has it.
+    pub async fn image_size(&self, image: &str) -> Result<Option<u64>> {
         let resp = self
             .call(
                 "ImageStatus",
@@ -845,7 +845,7 @@ impl Runtime {
                 }),
             )
             .await?;
-        Ok(resp.image.is_some())
+        Ok(resp.image.map(|i| i.size))
     }
 
     /// `PullImage`; returns the image reference.

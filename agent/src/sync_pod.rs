@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use crate::Timings;
 use crate::backoff::{Backoff, go_duration};
+use crate::events::{self, Type};
 use crate::metrics::Metrics;
 use crate::pod_status::{self, Reason, is_terminal_phase};
 use crate::prober::Prober;
@@ -39,6 +40,8 @@ pub struct Context {
     pub host_ip: Option<String>,
     /// The runtime name (from `Version`), the prefix of container IDs.
     pub runtime_name: Arc<OnceCell<String>>,
+    /// The event recorder.
+    pub events: events::Recorder,
 }
 
 /// What a sync decided.
@@ -162,6 +165,16 @@ pub async fn sync(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Re
     let mut killed = false;
     for kill in state.prober.take_kills() {
         tracing::info!(pod = %runtime::pod_key(pod), container = %kill.name, "container failed its liveness or startup probe, will be restarted");
+        ctx.events.pod(
+            pod,
+            Some(&kill.name),
+            Type::Normal,
+            "Killing",
+            format!(
+                "Container {} failed {} probe, will be restarted",
+                kill.name, kill.probe
+            ),
+        );
         let grace = kill
             .grace
             .unwrap_or_else(|| crate::pod_workers::grace_period(pod))
@@ -239,6 +252,13 @@ pub async fn kill(
     }
     for c in rt.running() {
         state.runtime.touch_container(&c.id, &c.sandbox_id);
+        ctx.events.pod(
+            pod,
+            Some(&c.name),
+            Type::Normal,
+            "Killing",
+            format!("Stopping container {}", c.name),
+        );
     }
     for sandbox in rt.sandboxes.iter().filter(|s| s.ready) {
         ctx.runtime.stop_sandbox(&sandbox.id).await?;
@@ -388,6 +408,17 @@ async fn converge(
     Ok(acted)
 }
 
+/// The kubelet's `Failed` event for a container that could not start.
+fn report_failed(ctx: &Context, pod: &Pod, container: &str, why: &str) {
+    ctx.events.pod(
+        pod,
+        Some(container),
+        Type::Warning,
+        "Failed",
+        format!("Error: {why}"),
+    );
+}
+
 /// Starts one container (`startContainer`), gated by back-off; true if it started.
 #[allow(clippy::too_many_arguments)]
 async fn start(
@@ -429,6 +460,16 @@ async fn start(
         let event = instant_of(prev.finished_at);
         if state.crash.is_in_backoff_since(&key, event, now) {
             let delay = state.crash.get(&key);
+            ctx.events.pod(
+                pod,
+                Some(&container.name),
+                Type::Warning,
+                "BackOff",
+                format!(
+                    "Back-off restarting failed container {} in pod {name}_{namespace}({uid})",
+                    container.name
+                ),
+            );
             state.reasons.insert(
                 container.name.clone(),
                 Reason {
@@ -450,6 +491,7 @@ async fn start(
     }
     let sandbox_config = ctx.runtime.sandbox_config(pod, sandbox_attempt);
     if let Err(reason) = ensure_image(ctx, state, pod, container, &sandbox_config, wake).await {
+        report_failed(ctx, pod, &container.name, &reason.reason);
         state.reasons.insert(container.name.clone(), reason);
         return Ok(false);
     }
@@ -461,9 +503,17 @@ async fn start(
     {
         Ok(id) => {
             state.runtime.touch_container(&id, sandbox_id);
+            ctx.events.pod(
+                pod,
+                Some(&container.name),
+                Type::Normal,
+                "Created",
+                format!("Created container: {}", container.name),
+            );
             id
         }
         Err(error) => {
+            report_failed(ctx, pod, &container.name, &error.short_message());
             state.reasons.insert(
                 container.name.clone(),
                 Reason {
@@ -476,6 +526,7 @@ async fn start(
         }
     };
     if let Err(error) = ctx.runtime.start_container(&id).await {
+        report_failed(ctx, pod, &container.name, &error.short_message());
         state.reasons.insert(
             container.name.clone(),
             Reason {
@@ -488,6 +539,13 @@ async fn start(
         return Ok(true);
     }
     state.reasons.remove(&container.name);
+    ctx.events.pod(
+        pod,
+        Some(&container.name),
+        Type::Normal,
+        "Started",
+        format!("Started container {}", container.name),
+    );
     tracing::info!(pod = %runtime::pod_key(pod), container = %container.name, "container started");
     Ok(true)
 }
@@ -581,11 +639,20 @@ async fn ensure_image(
     wake: &mut Option<Instant>,
 ) -> Result<(), Reason> {
     let image = container.image.as_deref().unwrap_or_default();
+    let event = |type_, reason, message: String| {
+        ctx.events
+            .pod(pod, Some(&container.name), type_, reason, message.clone());
+        message
+    };
     if !valid_reference(image) {
         return Err(Reason {
             reason: "InvalidImageName".into(),
-            message: format!(
-                "Failed to apply default image tag {image:?}: couldn't parse image name {image:?}: invalid reference format"
+            message: event(
+                Type::Warning,
+                "InspectFailed",
+                format!(
+                    "Failed to apply default image tag {image:?}: couldn't parse image name {image:?}: invalid reference format"
+                ),
             ),
         });
     }
@@ -593,8 +660,8 @@ async fn ensure_image(
     let present = if policy == "Always" {
         false
     } else {
-        match ctx.runtime.image_present(image).await {
-            Ok(p) => p,
+        match ctx.runtime.image_size(image).await {
+            Ok(size) => size.is_some(),
             Err(error) => {
                 *wake = earliest(*wake, Instant::now() + ctx.timings.image_backoff_initial);
                 return Err(Reason {
@@ -608,12 +675,21 @@ async fn ensure_image(
         }
     };
     if present {
+        event(
+            Type::Normal,
+            "Pulled",
+            format!("Container image {image:?} already present on machine"),
+        );
         return Ok(());
     }
     if policy == "Never" {
         return Err(Reason {
             reason: "ErrImageNeverPull".into(),
-            message: format!("Container image {image:?} is not present with pull policy of Never"),
+            message: event(
+                Type::Warning,
+                "ErrImageNeverPull",
+                format!("Container image {image:?} is not present with pull policy of Never"),
+            ),
         });
     }
     let key = format!(
@@ -625,12 +701,30 @@ async fn ensure_image(
         *wake = earliest(*wake, state.image.expiry_since_update(&key));
         return Err(Reason {
             reason: "ImagePullBackOff".into(),
-            message: format!("Back-off pulling image {image:?}"),
+            message: event(
+                Type::Normal,
+                "BackOff",
+                format!("Back-off pulling image {image:?}"),
+            ),
         });
     }
+    event(Type::Normal, "Pulling", format!("Pulling image {image:?}"));
+    let started = std::time::Instant::now();
     match ctx.runtime.pull_image(image, sandbox_config.clone()).await {
         Ok(_) => {
             state.image.reset(&key);
+            let took = go_duration(started.elapsed());
+            let size = match ctx.runtime.image_size(image).await {
+                Ok(Some(size)) => format!(" Image size: {size} bytes."),
+                _ => String::new(),
+            };
+            event(
+                Type::Normal,
+                "Pulled",
+                format!(
+                    "Successfully pulled image {image:?} in {took} ({took} including waiting).{size}"
+                ),
+            );
             Ok(())
         }
         Err(error) => {
@@ -640,7 +734,11 @@ async fn ensure_image(
             *wake = earliest(*wake, now + half);
             Err(Reason {
                 reason: "ErrImagePull".into(),
-                message: format!("Failed to pull image {image:?}: {}", error.short_message()),
+                message: event(
+                    Type::Warning,
+                    "Failed",
+                    format!("Failed to pull image {image:?}: {}", error.short_message()),
+                ),
             })
         }
     }

@@ -192,6 +192,52 @@ impl Env {
         );
     }
 
+    /// Waits until the events about pod `name` satisfy `done`; returns them
+    /// as `(type, reason, message)`, oldest first.
+    async fn wait_events(
+        &self,
+        name: &str,
+        done: impl Fn(&[(String, String, String)]) -> bool,
+    ) -> Vec<(String, String, String)> {
+        let api: Api<k8s_openapi::api::core::v1::Event> =
+            Api::namespaced(self.api.client(), "default");
+        let params =
+            kube::api::ListParams::default().fields(&format!("involvedObject.name={name}"));
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let mut events = api.list(&params).await.expect("list events").items;
+            events.sort_by_key(|e| e.first_timestamp.clone().map(|t| t.0));
+            for e in &events {
+                assert_eq!(
+                    e.source.as_ref().and_then(|s| s.component.as_deref()),
+                    Some("kubelet")
+                );
+                assert_eq!(
+                    e.source.as_ref().and_then(|s| s.host.as_deref()),
+                    Some(NODE)
+                );
+            }
+            let seen: Vec<(String, String, String)> = events
+                .into_iter()
+                .map(|e| {
+                    (
+                        e.type_.unwrap_or_default(),
+                        e.reason.unwrap_or_default(),
+                        e.message.unwrap_or_default(),
+                    )
+                })
+                .collect();
+            if done(&seen) {
+                return seen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "events of {name} not as expected in {WAIT:?}: {seen:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     async fn shutdown(mut self) {
         self.stop_agent().await;
         self.cri.shutdown().await;
@@ -637,6 +683,40 @@ async fn pending_pod_with_bad_image_backs_off_and_fails_on_delete() {
     assert!(
         seen.iter()
             .all(|p| phase(p) == "Pending" || phase(p).is_empty())
+    );
+    let events = env
+        .wait_events("badimage", |events| {
+            events
+                .iter()
+                .any(|(_, _, m)| m == "Error: ImagePullBackOff")
+        })
+        .await;
+    for (type_, reason, message) in [
+        (
+            "Normal",
+            "Pulling",
+            "Pulling image \"registry.invalid/nothing:1\"",
+        ),
+        ("Warning", "Failed", "Error: ErrImagePull"),
+        (
+            "Normal",
+            "BackOff",
+            "Back-off pulling image \"registry.invalid/nothing:1\"",
+        ),
+        ("Warning", "Failed", "Error: ImagePullBackOff"),
+    ] {
+        assert!(
+            events
+                .iter()
+                .any(|e| (e.0.as_str(), e.1.as_str(), e.2.as_str()) == (type_, reason, message)),
+            "no {reason} event {message:?} in {events:?}"
+        );
+    }
+    assert!(
+        events.iter().any(|(t, r, m)| t == "Warning"
+            && r == "Failed"
+            && m.starts_with("Failed to pull image \"registry.invalid/nothing:1\": ")),
+        "{events:?}"
     );
     let gone = env.watch_from_start("badimage", None).await;
     env.pods()
@@ -1185,5 +1265,56 @@ async fn a_failed_liveness_probe_kills_with_its_own_grace_period() {
         Some(137),
         "killed once the probe's grace period ran out"
     );
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_record_the_pod_lifecycle() {
+    let env = Env::start().await;
+    env.create(
+        "evented",
+        json!({ "containers": [{ "name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"] }] }),
+    )
+    .await;
+    let has = |reason: &'static str, message: &'static str| {
+        move |events: &[(String, String, String)]| {
+            events
+                .iter()
+                .any(|(_, r, m)| r == reason && m.starts_with(message))
+        }
+    };
+    let events = env
+        .wait_events("evented", has("Started", "Started container c"))
+        .await;
+    let reasons: Vec<&str> = events.iter().map(|(_, r, _)| r.as_str()).collect();
+    assert_eq!(
+        reasons,
+        ["Pulling", "Pulled", "Created", "Started"],
+        "{events:?}"
+    );
+    assert!(
+        events[0].2 == "Pulling image \"busybox:1.36\"",
+        "{events:?}"
+    );
+    assert!(
+        events[1]
+            .2
+            .starts_with("Successfully pulled image \"busybox:1.36\" in "),
+        "{events:?}"
+    );
+    assert_eq!(events[2].2, "Created container: c");
+    assert!(events.iter().all(|(t, _, _)| t == "Normal"));
+    env.pods()
+        .delete(
+            "evented",
+            &DeleteParams {
+                grace_period_seconds: Some(1),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("delete accepted");
+    env.wait_events("evented", has("Killing", "Stopping container c"))
+        .await;
     env.shutdown().await;
 }
