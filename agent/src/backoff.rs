@@ -104,9 +104,12 @@ fn has_expired(event: Instant, last_update: Instant, max: Duration) -> bool {
     event.saturating_duration_since(last_update) > max * 2
 }
 
-/// Formats a duration like Go's `time.Duration.String` ("10s", "5m0s", "300ms"),
-/// as it appears in the kubelet's back-off messages.
+/// Formats a duration truncated to milliseconds like Go's `time.Duration.String`
+/// ("10s", "5m0s", "300ms", "0s"), as it appears in the kubelet's messages.
 pub fn go_duration(d: Duration) -> String {
+    if d < Duration::from_millis(1) {
+        return "0s".into();
+    }
     if d < Duration::from_secs(1) {
         return format!("{}ms", d.as_millis());
     }
@@ -193,5 +196,10 @@ mod tests {
         assert_eq!(go_duration(80 * S), "1m20s");
         assert_eq!(go_duration(Duration::from_millis(300)), "300ms");
         assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(
+            go_duration(Duration::from_micros(400)),
+            "0s",
+            "truncated to milliseconds"
+        );
     }
 }

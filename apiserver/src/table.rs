@@ -112,7 +112,12 @@ pub fn wants_table(accept: &str) -> bool {
 
 /// Like upstream's `duration.HumanDuration`.
 fn age(obj: &Value) -> String {
-    let Some(created) = meta::parse_time(meta::str_field(obj, "creationTimestamp")) else {
+    age_since(meta::str_field(obj, "creationTimestamp"))
+}
+
+/// How long ago `timestamp` was, as kubectl prints ages (`<unknown>` if unset).
+fn age_since(timestamp: &str) -> String {
+    let Some(created) = meta::parse_time(timestamp) else {
         return "<unknown>".into();
     };
     let s = (chrono::Utc::now() - created).num_seconds().max(0);
@@ -140,6 +145,21 @@ fn column(name: &str, kind: &str, priority: i32) -> Value {
 }
 
 fn columns(resource: &Resource) -> Vec<Value> {
+    if (resource.group, resource.plural) == ("", "events") {
+        // Upstream's event printer: the name last, and only with `-o wide`.
+        return vec![
+            column("Last Seen", "string", 0),
+            column("Type", "string", 0),
+            column("Reason", "string", 0),
+            column("Object", "string", 0),
+            column("Subobject", "string", 1),
+            column("Source", "string", 1),
+            column("Message", "string", 0),
+            column("First Seen", "string", 1),
+            column("Count", "string", 1),
+            column("Name", "string", 1),
+        ];
+    }
     let mut cols = vec![column("Name", "string", 0)];
     match (resource.group, resource.plural) {
         ("", "pods") => cols.extend([
@@ -273,10 +293,53 @@ fn count(obj: &Value, fields: &[&str]) -> Value {
         .into()
 }
 
+/// The cells of a core/v1 Event, as upstream's event printer fills them.
+fn event_cells(event: &Value) -> Vec<Value> {
+    let field = |path: &str| meta::path_string(event, path);
+    let last_seen = [
+        "series.lastObservedTime",
+        "lastTimestamp",
+        "eventTime",
+        "metadata.creationTimestamp",
+    ]
+    .iter()
+    .map(|p| field(p))
+    .find(|t| !t.is_empty())
+    .unwrap_or_default();
+    let mut source = field("source.component");
+    let host = field("source.host");
+    if !host.is_empty() {
+        source = format!("{source}, {host}");
+    }
+    let count = event
+        .pointer("/count")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+        .to_string();
+    vec![
+        age_since(&last_seen).into(),
+        field("type").into(),
+        field("reason").into(),
+        format!(
+            "{}/{}",
+            field("involvedObject.kind").to_lowercase(),
+            field("involvedObject.name")
+        )
+        .into(),
+        field("involvedObject.fieldPath").into(),
+        source.into(),
+        field("message").into(),
+        age_since(&field("firstTimestamp")).into(),
+        count.into(),
+        meta::str_field(event, "name").into(),
+    ]
+}
+
 /// One Table row for an object.
 pub fn row(resource: &Resource, obj: &Value, include: Include) -> Value {
     let mut cells: Vec<Value> = vec![meta::str_field(obj, "name").into()];
     match (resource.group, resource.plural) {
+        ("", "events") => cells = event_cells(obj),
         ("", "pods") => cells.extend(pod_cells(obj)),
         ("", "nodes") => cells.extend(node_cells(obj)),
         ("", "namespaces") => cells.extend([
@@ -323,7 +386,7 @@ pub fn table<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::{CONFIGMAPS, PODS};
+    use crate::resources::{CONFIGMAPS, EVENTS, PODS};
 
     #[test]
     fn accept_header() {
@@ -353,6 +416,30 @@ mod tests {
             cells.as_array().unwrap().len()
         );
         assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    }
+
+    #[test]
+    fn event_row_like_kubectl_get_events() {
+        let event = json!({"metadata": {"name": "p.17", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "name": "p", "fieldPath": "spec.containers{c}"},
+            "type": "Normal", "reason": "Started", "message": "Started container c",
+            "source": {"component": "kubelet", "host": "n"}, "count": 3,
+            "firstTimestamp": meta::now(), "lastTimestamp": meta::now()});
+        let t = table(&EVENTS, [&event], Include::None, json!({}));
+        let cells = &t["rows"][0]["cells"];
+        assert_eq!(
+            t["columnDefinitions"].as_array().unwrap().len(),
+            cells.as_array().unwrap().len()
+        );
+        assert_eq!(t["columnDefinitions"][0]["name"], "Last Seen");
+        assert_eq!(cells[1], "Normal");
+        assert_eq!(cells[2], "Started");
+        assert_eq!(cells[3], "pod/p");
+        assert_eq!(cells[4], "spec.containers{c}");
+        assert_eq!(cells[5], "kubelet, n");
+        assert_eq!(cells[6], "Started container c");
+        assert_eq!(cells[8], "3");
+        assert_eq!(cells[9], "p.17");
     }
 
     #[test]
