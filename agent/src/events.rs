@@ -207,7 +207,10 @@ async fn run(
         if posted.len() >= REMEMBERED {
             posted.clear();
         }
-        write(&client, &node, &metrics, &mut posted, record).await;
+        tokio::select! {
+            _ = write(&client, &node, &metrics, &mut posted, record) => {}
+            _ = shutdown.changed() => return,
+        }
     }
 }
 
