@@ -137,11 +137,21 @@ impl Kill {
     }
 }
 
+/// A failed probe run: the kubelet's `Unhealthy` event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unhealthy {
+    /// Container name.
+    pub container: String,
+    /// `Liveness probe failed: <output>` and the like.
+    pub message: String,
+}
+
 /// Probe results of a pod's containers.
 #[derive(Debug, Default)]
 pub struct Prober {
     tracked: HashMap<String, Tracked>,
     kills: Vec<Kill>,
+    unhealthy: Vec<Unhealthy>,
 }
 
 /// The readiness and started state of a container, by container name.
@@ -225,13 +235,29 @@ impl Prober {
         std::mem::take(&mut self.kills)
     }
 
+    /// The probe runs that failed since the last call, to report.
+    pub fn take_unhealthy(&mut self) -> Vec<Unhealthy> {
+        std::mem::take(&mut self.unhealthy)
+    }
+
     /// Runs every due probe; returns true if a result changed.
     pub async fn run_due(&mut self, runtime: &Runtime, pod_ip: Option<&str>) -> bool {
         let now = Instant::now();
         let mut changed = false;
+        let unhealthy = &mut self.unhealthy;
+        let mut run = async |name: &str, id: &str, kind: &str, spec: &Probe| {
+            let result = run_probe(runtime, id, spec, pod_ip).await;
+            if let Err(output) = &result {
+                unhealthy.push(Unhealthy {
+                    container: name.to_owned(),
+                    message: format!("{kind} probe failed: {output}"),
+                });
+            }
+            result.is_ok()
+        };
         for (name, t) in self.tracked.iter_mut() {
             if let Some(p) = t.startup.as_mut().filter(|p| !p.result && p.next <= now) {
-                let ok = run_probe(runtime, &t.id, &p.spec, pod_ip).await;
+                let ok = run(name, &t.id, "Startup", &p.spec).await;
                 changed |= p.record(ok, now);
                 if p.failures >= p.spec.failure_threshold.unwrap_or(3).max(1) {
                     self.kills.push(Kill::new(name, &t.id, "startup", &p.spec));
@@ -242,14 +268,14 @@ impl Prober {
                 continue;
             }
             if let Some(p) = t.liveness.as_mut().filter(|p| p.next <= now) {
-                let ok = run_probe(runtime, &t.id, &p.spec, pod_ip).await;
+                let ok = run(name, &t.id, "Liveness", &p.spec).await;
                 changed |= p.record(ok, now);
                 if !p.result {
                     self.kills.push(Kill::new(name, &t.id, "liveness", &p.spec));
                 }
             }
             if let Some(p) = t.readiness.as_mut().filter(|p| p.next <= now) {
-                let ok = run_probe(runtime, &t.id, &p.spec, pod_ip).await;
+                let ok = run(name, &t.id, "Readiness", &p.spec).await;
                 changed |= p.record(ok, now);
             }
         }
@@ -273,70 +299,82 @@ fn port(p: &IntOrString) -> Option<u16> {
     }
 }
 
-/// Runs one probe; true on success.
+/// Runs one probe: `Err` with the output (or the error) the kubelet puts in
+/// its `Unhealthy` event when it fails.
 async fn run_probe(
     runtime: &Runtime,
     container_id: &str,
     spec: &Probe,
     pod_ip: Option<&str>,
-) -> bool {
+) -> Result<(), String> {
     let timeout = secs(spec.timeout_seconds, 1).max(Duration::from_secs(1));
     if let Some(exec) = &spec.exec {
         let cmd = exec.command.clone().unwrap_or_default();
         let result = runtime.exec_sync(container_id, cmd, timeout).await;
         tracing::debug!(container = %container_id, ?result, "exec probe");
-        return matches!(result, Ok(0));
+        return match result {
+            Ok((0, _)) => Ok(()),
+            Ok((_, output)) => Err(output),
+            Err(error) => Err(error.short_message()),
+        };
     }
     let target = |p: &IntOrString, host: Option<&String>| {
-        let host = host.cloned().or_else(|| pod_ip.map(str::to_owned))?;
-        Some((host, port(p)?))
+        let host = host.cloned().or_else(|| pod_ip.map(str::to_owned));
+        host.zip(port(p))
+            .ok_or_else(|| "no address to probe".to_owned())
     };
     if let Some(tcp) = &spec.tcp_socket {
-        let Some((host, port)) = target(&tcp.port, tcp.host.as_ref()) else {
-            return false;
+        let (host, port) = target(&tcp.port, tcp.host.as_ref())?;
+        return match tokio::time::timeout(
+            timeout,
+            tokio::net::TcpStream::connect((host.as_str(), port)),
+        )
+        .await
+        {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(error)) => Err(format!("dial tcp {host}:{port}: {error}")),
+            Err(_) => Err(format!("dial tcp {host}:{port}: i/o timeout")),
         };
-        return matches!(
-            tokio::time::timeout(
-                timeout,
-                tokio::net::TcpStream::connect((host.as_str(), port))
-            )
-            .await,
-            Ok(Ok(_))
-        );
     }
     if let Some(http) = &spec.http_get {
-        let Some((host, port)) = target(&http.port, http.host.as_ref()) else {
-            return false;
-        };
+        let (host, port) = target(&http.port, http.host.as_ref())?;
         let path = http.path.clone().unwrap_or_else(|| "/".into());
         return tokio::time::timeout(timeout, http_get(&host, port, &path))
             .await
-            .unwrap_or(false);
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "Get \"http://{host}:{port}{path}\": context deadline exceeded"
+                ))
+            });
     }
     // gRPC probes are not supported: count as success rather than kill the container.
-    true
+    Ok(())
 }
 
-async fn http_get(host: &str, port: u16, path: &str) -> bool {
+async fn http_get(host: &str, port: u16, path: &str) -> Result<(), String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let Ok(mut stream) = tokio::net::TcpStream::connect((host, port)).await else {
-        return false;
-    };
+    let url = format!("http://{host}:{port}{path}");
+    let mut stream = tokio::net::TcpStream::connect((host, port))
+        .await
+        .map_err(|e| format!("Get {url:?}: dial tcp {host}:{port}: {e}"))?;
     let req = format!(
         "GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: kube-probe/1.33\r\nConnection: close\r\n\r\n"
     );
-    if stream.write_all(req.as_bytes()).await.is_err() {
-        return false;
-    }
     let mut head = [0u8; 12];
-    if stream.read_exact(&mut head).await.is_err() {
-        return false;
-    }
+    let exchange = async {
+        stream.write_all(req.as_bytes()).await?;
+        stream.read_exact(&mut head).await
+    };
+    exchange.await.map_err(|e| format!("Get {url:?}: {e}"))?;
     let code: u16 = std::str::from_utf8(&head[9..12])
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    (200..400).contains(&code)
+    if (200..400).contains(&code) {
+        Ok(())
+    } else {
+        Err(format!("HTTP probe failed with statuscode: {code}"))
+    }
 }
 
 #[cfg(test)]

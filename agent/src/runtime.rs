@@ -1158,8 +1158,13 @@ impl Runtime {
         Ok((sandboxes, containers))
     }
 
-    /// `ExecSync`: runs `cmd` in the container; returns its exit code.
-    pub async fn exec_sync(&self, id: &str, cmd: Vec<String>, timeout: Duration) -> Result<i32> {
+    /// `ExecSync`: the command's exit code and its output (stdout, then stderr).
+    pub async fn exec_sync(
+        &self,
+        id: &str,
+        cmd: Vec<String>,
+        timeout: Duration,
+    ) -> Result<(i32, String)> {
         let resp = self
             .call(
                 "ExecSync",
@@ -1172,7 +1177,9 @@ impl Runtime {
                 }),
             )
             .await?;
-        Ok(resp.exit_code)
+        let mut output = String::from_utf8_lossy(&resp.stdout).into_owned();
+        output.push_str(&String::from_utf8_lossy(&resp.stderr));
+        Ok((resp.exit_code, output))
     }
 
     /// `GetContainerEvents`: the runtime's container event stream (evented PLEG).

@@ -162,6 +162,15 @@ pub async fn sync(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Re
     state.prober.track(pod, &rt);
     let pod_ip = rt.sandbox().and_then(|s| s.ip.clone());
     state.prober.run_due(&ctx.runtime, pod_ip.as_deref()).await;
+    for failed in state.prober.take_unhealthy() {
+        ctx.events.pod(
+            pod,
+            Some(&failed.container),
+            Type::Warning,
+            "Unhealthy",
+            failed.message,
+        );
+    }
     let mut killed = false;
     for kill in state.prober.take_kills() {
         tracing::info!(pod = %runtime::pod_key(pod), container = %kill.name, "container failed its liveness or startup probe, will be restarted");

@@ -1154,6 +1154,20 @@ async fn readiness_and_liveness_exec_probes() {
             .any(|p| condition(p, "Ready").is_some_and(|c| c.status == "True")),
         "ready once the probe passed"
     );
+    let events = env
+        .wait_events("probed", |events| {
+            events.iter().any(|(_, r, m)| {
+                r == "Killing" && m == "Container c failed liveness probe, will be restarted"
+            })
+        })
+        .await;
+    assert!(
+        events.iter().any(|(t, r, m)| t == "Warning"
+            && r == "Unhealthy"
+            && m.starts_with("Liveness probe failed: ")
+            && m.contains("/tmp/healthy")),
+        "{events:?}"
+    );
     env.shutdown().await;
 }
 
