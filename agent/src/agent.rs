@@ -180,6 +180,15 @@ impl AgentBuilder {
         }
 
         let node_ip = self.node_ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let (events, events_task) = events::spawn(
+            self.client.clone(),
+            &self.node_name,
+            metrics.clone(),
+            shutdown.clone(),
+        );
+        tasks.push(events_task);
+        events.node(events::Type::Normal, "Starting", "Starting kubelet.".into());
+
         let (node_tx, node_rx) = watch::channel::<Option<Node>>(None);
         let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(pleg::Snapshot::default()));
         tasks.push(tokio::spawn(
@@ -198,8 +207,11 @@ impl AgentBuilder {
                     pleg_threshold: self.timings.pleg_health_threshold,
                 },
                 self.timings.clone(),
-                metrics.clone(),
-                node_tx,
+                node_status::Outputs {
+                    metrics: metrics.clone(),
+                    events: events.clone(),
+                    node: node_tx,
+                },
                 shutdown.clone(),
             )
             .in_current_span(),
@@ -214,15 +226,6 @@ impl AgentBuilder {
             )
             .in_current_span(),
         ));
-
-        let (events, events_task) = events::spawn(
-            self.client.clone(),
-            &self.node_name,
-            metrics.clone(),
-            shutdown.clone(),
-        );
-        tasks.push(events_task);
-        events.node(events::Type::Normal, "Starting", "Starting kubelet.".into());
 
         let (status, status_task) = status_manager::spawn(
             self.client.clone(),

@@ -10,7 +10,7 @@
 //! `node_status_report_frequency`. `Ready` is `False/KubeletNotReady` while
 //! the runtime reports NotReady or cannot be reached.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,6 +28,7 @@ use tokio::time::Instant;
 
 use crate::Timings;
 use crate::backoff::go_duration;
+use crate::events;
 use crate::metrics::Metrics;
 use crate::pleg::Snapshot;
 use crate::runtime::Runtime;
@@ -378,17 +379,51 @@ pub async fn runtime_health(
     }
 }
 
+/// Where the node status loop reports to.
+#[derive(Debug)]
+pub struct Outputs {
+    /// API call counts.
+    pub metrics: Arc<Metrics>,
+    /// Condition events (`NodeReady`, `NodeHasSufficientMemory`, …).
+    pub events: events::Recorder,
+    /// The Node as last written (the lease's owner, the agent's readiness).
+    pub node: watch::Sender<Option<Node>>,
+}
+
+/// The event the kubelet records when a node condition takes `status`
+/// (`recordNodeStatusEvent`).
+pub fn condition_event(type_: &str, status: &str) -> Option<&'static str> {
+    let event = match (type_, status) {
+        ("Ready", "True") => "NodeReady",
+        ("Ready", _) => "NodeNotReady",
+        ("MemoryPressure", "True") => "NodeHasInsufficientMemory",
+        ("MemoryPressure", _) => "NodeHasSufficientMemory",
+        ("DiskPressure", "True") => "NodeHasDiskPressure",
+        ("DiskPressure", _) => "NodeHasNoDiskPressure",
+        ("PIDPressure", "True") => "NodeHasInsufficientPID",
+        ("PIDPressure", _) => "NodeHasSufficientPID",
+        _ => return None,
+    };
+    Some(event)
+}
+
 /// Runs the node status loop: registers the node (retrying), then syncs
-/// its status; `ready` becomes true after the first status write.
+/// its status; `ready` becomes true after the first status write. Each
+/// condition's status, first written and then at every change, is also
+/// recorded as an event.
 pub async fn run(
     client: kube::Client,
     config: Config,
     checks: HealthChecks,
     timings: Timings,
-    metrics: Arc<Metrics>,
-    node_tx: watch::Sender<Option<Node>>,
+    outputs: Outputs,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let Outputs {
+        metrics,
+        events,
+        node: node_tx,
+    } = outputs;
     let node = loop {
         match register(&client, &config, &metrics).await {
             Ok(node) => break node,
@@ -408,6 +443,7 @@ pub async fn run(
         .and_then(|s| s.conditions.clone())
         .unwrap_or_default();
     let mut last_written: Option<(NodeStatus, Instant)> = None;
+    let mut announced: HashMap<String, String> = HashMap::new();
     let mut version = None;
     let mut registered = Some(node);
     let mut tick = tokio::time::interval(timings.node_status_update_frequency);
@@ -447,6 +483,18 @@ pub async fn run(
         match result {
             Ok(node) => {
                 previous = new.conditions.clone().unwrap_or_default();
+                for c in &previous {
+                    if announced.get(&c.type_) != Some(&c.status)
+                        && let Some(event) = condition_event(&c.type_, &c.status)
+                    {
+                        events.node(
+                            events::Type::Normal,
+                            event,
+                            format!("Node {} status is now: {event}", config.node_name),
+                        );
+                        announced.insert(c.type_.clone(), c.status.clone());
+                    }
+                }
                 last_written = Some((new, Instant::now()));
                 if let Some(n) = registered.take() {
                     let _ = n;

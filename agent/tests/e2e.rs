@@ -927,6 +927,32 @@ async fn runtime_not_ready_turns_node_not_ready() {
     );
     env.cri.control().set_runtime_ready(true);
     wait_node_ready(&nodes, "True").await;
+    // The node's events: the start, each condition as first written, and
+    // the Ready transitions (a repeat raises the first event's count).
+    let events = env
+        .wait_events(NODE, |events| {
+            ["NodeReady", "NodeNotReady"]
+                .iter()
+                .all(|want| events.iter().any(|(_, r, _)| r == want))
+        })
+        .await;
+    for reason in [
+        "Starting",
+        "NodeHasSufficientMemory",
+        "NodeHasNoDiskPressure",
+        "NodeHasSufficientPID",
+        "NodeNotReady",
+    ] {
+        assert!(
+            events.iter().any(|(_, r, _)| r == reason),
+            "no {reason} in {events:?}"
+        );
+    }
+    assert!(
+        events
+            .iter()
+            .any(|(_, _, m)| *m == format!("Node {NODE} status is now: NodeNotReady"))
+    );
     env.shutdown().await;
 }
 
