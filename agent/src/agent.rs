@@ -262,6 +262,7 @@ impl AgentBuilder {
             host_ip: Some(node_ip.to_string()),
             runtime_name: Arc::new(OnceCell::new()),
             events,
+            client: self.client.clone(),
         };
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let workers = PodWorkers::new(ctx, snapshot_rx.clone(), done_tx, shutdown.clone());

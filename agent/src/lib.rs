@@ -41,6 +41,7 @@
 mod agent;
 pub mod backoff;
 pub mod container_log;
+pub mod env;
 pub mod events;
 pub mod housekeeping;
 pub mod metrics;

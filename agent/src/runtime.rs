@@ -650,6 +650,11 @@ impl Runtime {
         Ok(status)
     }
 
+    /// The IP of a ready sandbox (`PodSandboxStatus`).
+    pub async fn sandbox_ip(&self, pod: &Pod, id: &str) -> Result<Option<String>> {
+        Ok(self.read_sandbox(pod, id).await?.and_then(|s| s.ip))
+    }
+
     /// `PodSandboxStatus` of one sandbox; `None` if the runtime no longer has it.
     async fn read_sandbox(&self, pod: &Pod, id: &str) -> Result<Option<Sandbox>> {
         let result = self
@@ -874,6 +879,7 @@ impl Runtime {
         pod: &Pod,
         container: &ContainerSpec,
         restart_count: i32,
+        env: Vec<(String, String)>,
     ) -> cri::ContainerConfig {
         let meta = &pod.metadata;
         let mut labels = HashMap::new();
@@ -925,16 +931,17 @@ impl Runtime {
                 .into_owned(),
             ..Default::default()
         }];
-        let envs = container
-            .env
-            .iter()
-            .flatten()
-            .filter_map(|e| {
-                e.value.as_ref().map(|v| cri::KeyValue {
-                    key: e.name.clone(),
-                    value: v.clone(),
-                })
-            })
+        let expand_all = |list: &Option<Vec<String>>| -> Vec<String> {
+            list.iter()
+                .flatten()
+                .map(|a| crate::env::expand(a, &env))
+                .collect()
+        };
+        let command = expand_all(&container.command);
+        let args = expand_all(&container.args);
+        let envs = env
+            .into_iter()
+            .map(|(key, value)| cri::KeyValue { key, value })
             .collect();
         let pid_mode = if pod.spec.as_ref().and_then(|s| s.share_process_namespace) == Some(true) {
             cri::NamespaceMode::Pod
@@ -951,8 +958,8 @@ impl Runtime {
                 user_specified_image: container.image.clone().unwrap_or_default(),
                 ..Default::default()
             }),
-            command: container.command.clone().unwrap_or_default(),
-            args: container.args.clone().unwrap_or_default(),
+            command,
+            args,
             working_dir: container.working_dir.clone().unwrap_or_default(),
             envs,
             mounts,

@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use crate::Timings;
 use crate::backoff::{Backoff, go_duration};
+use crate::env;
 use crate::events::{self, Type};
 use crate::metrics::Metrics;
 use crate::pod_status::{self, Reason, is_terminal_phase};
@@ -26,7 +27,7 @@ use crate::runtime::{self, ContainerState, Runtime};
 use crate::status_manager;
 
 /// What every pod worker shares.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Context {
     /// The CRI runtime.
     pub runtime: Runtime,
@@ -42,6 +43,17 @@ pub struct Context {
     pub runtime_name: Arc<OnceCell<String>>,
     /// The event recorder.
     pub events: events::Recorder,
+    /// The API client (ConfigMaps and Secrets for container environments).
+    pub client: kube::Client,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("runtime", &self.runtime)
+            .field("host_ip", &self.host_ip)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What a sync decided.
@@ -417,6 +429,35 @@ async fn converge(
     Ok(acted)
 }
 
+/// The container's environment ([`env::resolve`]); the pod IP is read from
+/// the sandbox only when a variable asks for it.
+async fn container_env(
+    ctx: &Context,
+    pod: &Pod,
+    container: &Container,
+    sandbox_id: &str,
+) -> Result<Vec<(String, String)>, String> {
+    let wants_pod_ip = container.env.iter().flatten().any(|e| {
+        e.value_from
+            .as_ref()
+            .and_then(|f| f.field_ref.as_ref())
+            .is_some_and(|f| f.field_path.starts_with("status.podIP"))
+    });
+    let pod_ip = if wants_pod_ip {
+        ctx.runtime
+            .sandbox_ip(pod, sandbox_id)
+            .await
+            .map_err(|e| e.short_message())?
+    } else {
+        None
+    };
+    let downward = env::Downward {
+        host_ip: ctx.host_ip.as_deref(),
+        pod_ip: pod_ip.as_deref(),
+    };
+    env::resolve(&ctx.client, pod, container, downward).await
+}
+
 /// The kubelet's `Failed` event for a container that could not start.
 fn report_failed(ctx: &Context, pod: &Pod, container: &str, why: &str) {
     ctx.events.pod(
@@ -504,7 +545,24 @@ async fn start(
         state.reasons.insert(container.name.clone(), reason);
         return Ok(false);
     }
-    let config = ctx.runtime.container_config(pod, container, restart_count);
+    let env = match container_env(ctx, pod, container, sandbox_id).await {
+        Ok(env) => env,
+        Err(message) => {
+            report_failed(ctx, pod, &container.name, &message);
+            state.reasons.insert(
+                container.name.clone(),
+                Reason {
+                    reason: "CreateContainerConfigError".into(),
+                    message,
+                },
+            );
+            *wake = earliest(*wake, now + ctx.timings.crash_backoff_initial);
+            return Ok(false);
+        }
+    };
+    let config = ctx
+        .runtime
+        .container_config(pod, container, restart_count, env);
     let id = match ctx
         .runtime
         .create_container(pod, sandbox_id, config, sandbox_config)

@@ -1358,3 +1358,89 @@ async fn events_record_the_pod_lifecycle() {
         .await;
     env.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn environment_from_values_the_downward_api_configmaps_and_secrets() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    let env = Env::start().await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(env.api.client(), "default");
+    let secrets: Api<Secret> = Api::namespaced(env.api.client(), "default");
+    let cm = |name: &str| -> ConfigMap {
+        serde_json::from_value(json!({
+            "metadata": { "name": name },
+            "data": { "color": "blue", "size": "L" },
+        }))
+        .expect("configmap")
+    };
+    configmaps
+        .create(&PostParams::default(), &cm("cfg"))
+        .await
+        .expect("configmap created");
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": { "name": "sec" },
+        "stringData": { "token": "s3cret" },
+    }))
+    .expect("secret");
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("secret created");
+    let field = |path: &str| json!({ "fieldRef": { "fieldPath": path } });
+    let script = "echo \"$MSG|$POD_NAME|$NODE|$COLOR|$TOKEN|$CM_size|$(GREETING)|$POD_IP\" > /dev/termination-log";
+    env.create(
+        "envpod",
+        json!({
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "c", "image": "busybox:1.36",
+                "command": ["sh", "-c", script],
+                "envFrom": [{ "prefix": "CM_", "configMapRef": { "name": "cfg" } }],
+                "env": [
+                    { "name": "GREETING", "value": "hello" },
+                    { "name": "MSG", "value": "$(GREETING) world" },
+                    { "name": "POD_NAME", "valueFrom": field("metadata.name") },
+                    { "name": "POD_IP", "valueFrom": field("status.podIP") },
+                    { "name": "NODE", "valueFrom": field("spec.nodeName") },
+                    { "name": "COLOR", "valueFrom": { "configMapKeyRef": { "name": "cfg", "key": "color" } } },
+                    { "name": "TOKEN", "valueFrom": { "secretKeyRef": { "name": "sec", "key": "token" } } },
+                ],
+            }],
+        }),
+    )
+    .await;
+    let seen = env.watch_until("envpod", |p| phase(p) == "Succeeded").await;
+    let message = container(seen.last().expect("a state"), "c")
+        .and_then(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone())
+        .unwrap_or_default();
+    let expected = format!("hello world|envpod|{NODE}|blue|s3cret|L|hello|10.88.");
+    assert!(message.starts_with(&expected), "{message:?}");
+
+    // A missing ConfigMap holds the container in CreateContainerConfigError
+    // until it exists.
+    env.create(
+        "waitcfg",
+        json!({ "containers": [{
+            "name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"],
+            "env": [{ "name": "X", "valueFrom": { "configMapKeyRef": { "name": "later", "key": "color" } } }],
+        }] }),
+    )
+    .await;
+    let seen = env
+        .watch_until("waitcfg", |p| {
+            waiting_reason(p, "c").as_deref() == Some("CreateContainerConfigError")
+        })
+        .await;
+    let waiting = container(seen.last().expect("a state"), "c")
+        .and_then(|c| c.state.as_ref()?.waiting.clone())
+        .expect("waiting");
+    assert_eq!(
+        waiting.message.as_deref(),
+        Some("configmap \"later\" not found")
+    );
+    configmaps
+        .create(&PostParams::default(), &cm("later"))
+        .await
+        .expect("configmap created");
+    env.watch_until("waitcfg", |p| phase(p) == "Running").await;
+    env.shutdown().await;
+}

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited, StreamBody};
+use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use serde_json::Value;
 
@@ -60,20 +60,40 @@ pub fn stream(content_type: &str, s: impl Stream<Item = Bytes> + Send + 'static)
     resp
 }
 
+/// How much of an oversized body is read and thrown away before the 413 is
+/// sent, so a client still writing it reads the answer instead of a broken
+/// pipe; beyond this the connection is closed.
+const DRAIN_BYTES: usize = 4 * MAX_BODY_BYTES;
+
 /// Reads a request body, at most [`MAX_BODY_BYTES`] (413 beyond).
-pub async fn read_body(headers: &HeaderMap, body: Incoming) -> Result<Bytes> {
+pub async fn read_body(headers: &HeaderMap, mut body: Incoming) -> Result<Bytes> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+    if declared.is_some_and(|n| n > DRAIN_BYTES as u64) {
         return Err(Error::TooLarge);
     }
-    match Limited::new(body, MAX_BODY_BYTES).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(Error::TooLarge),
-        Err(e) => Err(Error::bad_request(format!("reading the request body: {e}"))),
+    let mut kept = Vec::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|e| Error::bad_request(format!("reading the request body: {e}")))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        seen += data.len();
+        if seen > DRAIN_BYTES {
+            break;
+        }
+        if seen <= MAX_BODY_BYTES {
+            kept.extend_from_slice(&data);
+        }
     }
+    if seen > MAX_BODY_BYTES {
+        return Err(Error::TooLarge);
+    }
+    Ok(Bytes::from(kept))
 }
 
 /// A header as a string ("" when absent or not text).

@@ -1,0 +1,271 @@
+//! A container's environment, as the kubelet's `makeEnvironmentVariables`
+//! builds it: `envFrom` sources first (ConfigMaps and Secrets, with their
+//! prefix), then `env` entries in order, each either a literal value with
+//! `$(VAR)` references expanded or a `valueFrom` reference (the downward API's
+//! `fieldRef`, a ConfigMap or Secret key). `$(VAR)` in `command` and `args`
+//! expands against the result ([`expand`]).
+//!
+//! A missing ConfigMap, Secret or key that is not `optional` fails the
+//! container start with the kubelet's message (`CreateContainerConfigError`).
+//! `resourceFieldRef` is not supported: such a variable is left out.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, Secret};
+use kube::Api;
+
+/// The values the downward API reads from outside the pod object.
+#[derive(Debug, Clone, Copy)]
+pub struct Downward<'a> {
+    /// The node's IP (`status.hostIP`).
+    pub host_ip: Option<&'a str>,
+    /// The pod's IP (`status.podIP`), once its sandbox has one.
+    pub pod_ip: Option<&'a str>,
+}
+
+/// Builds `container`'s environment, in order; `Err` is the message of a
+/// `CreateContainerConfigError`.
+pub async fn resolve(
+    client: &kube::Client,
+    pod: &Pod,
+    container: &Container,
+    downward: Downward<'_>,
+) -> Result<Vec<(String, String)>, String> {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let sources = Sources {
+        configmaps: Api::namespaced(client.clone(), namespace),
+        secrets: Api::namespaced(client.clone(), namespace),
+    };
+    let mut env: Vec<(String, String)> = Vec::new();
+    for from in container.env_from.iter().flatten() {
+        let prefix = from.prefix.clone().unwrap_or_default();
+        let data = if let Some(cm) = &from.config_map_ref {
+            let optional = cm.optional == Some(true);
+            match sources.configmap(&cm.name).await? {
+                Some(data) => data,
+                None if optional => continue,
+                None => return Err(format!("configmap {:?} not found", cm.name)),
+            }
+        } else if let Some(s) = &from.secret_ref {
+            let optional = s.optional == Some(true);
+            match sources.secret(&s.name).await? {
+                Some(data) => data,
+                None if optional => continue,
+                None => return Err(format!("secret {:?} not found", s.name)),
+            }
+        } else {
+            continue;
+        };
+        for (key, value) in data {
+            set(&mut env, format!("{prefix}{key}"), value);
+        }
+    }
+    for var in container.env.iter().flatten() {
+        let value = match &var.value_from {
+            None => expand(var.value.as_deref().unwrap_or_default(), &env),
+            Some(from) => {
+                if let Some(field) = &from.field_ref {
+                    match field_value(pod, &field.field_path, downward) {
+                        Some(v) => v,
+                        None => {
+                            return Err(format!("unsupported fieldPath: {}", field.field_path));
+                        }
+                    }
+                } else if let Some(key) = &from.config_map_key_ref {
+                    let optional = key.optional == Some(true);
+                    match sources.configmap(&key.name).await? {
+                        Some(data) => match data.get(&key.key) {
+                            Some(v) => v.clone(),
+                            None if optional => continue,
+                            None => {
+                                return Err(format!(
+                                    "couldn't find key {} in ConfigMap {namespace}/{}",
+                                    key.key, key.name
+                                ));
+                            }
+                        },
+                        None if optional => continue,
+                        None => return Err(format!("configmap {:?} not found", key.name)),
+                    }
+                } else if let Some(key) = &from.secret_key_ref {
+                    let optional = key.optional == Some(true);
+                    match sources.secret(&key.name).await? {
+                        Some(data) => match data.get(&key.key) {
+                            Some(v) => v.clone(),
+                            None if optional => continue,
+                            None => {
+                                return Err(format!(
+                                    "couldn't find key {} in Secret {namespace}/{}",
+                                    key.key, key.name
+                                ));
+                            }
+                        },
+                        None if optional => continue,
+                        None => return Err(format!("secret {:?} not found", key.name)),
+                    }
+                } else {
+                    // resourceFieldRef: not supported (see the module doc).
+                    continue;
+                }
+            }
+        };
+        set(&mut env, var.name.clone(), value);
+    }
+    Ok(env)
+}
+
+/// Sets `name` (a later definition replaces an earlier one in its place).
+fn set(env: &mut Vec<(String, String)>, name: String, value: String) {
+    match env.iter_mut().find(|(n, _)| *n == name) {
+        Some(slot) => slot.1 = value,
+        None => env.push((name, value)),
+    }
+}
+
+/// Where ConfigMaps and Secrets are read.
+struct Sources {
+    configmaps: Api<ConfigMap>,
+    secrets: Api<Secret>,
+}
+
+impl Sources {
+    /// A ConfigMap's data (binary data as lossy UTF-8); `None` if it does not exist.
+    async fn configmap(&self, name: &str) -> Result<Option<BTreeMap<String, String>>, String> {
+        let cm = self
+            .configmaps
+            .get_opt(name)
+            .await
+            .map_err(|e| format!("reading configmap {name:?}: {e}"))?;
+        Ok(cm.map(|cm| {
+            let mut data = cm.data.unwrap_or_default();
+            for (k, v) in cm.binary_data.unwrap_or_default() {
+                data.insert(k, String::from_utf8_lossy(&v.0).into_owned());
+            }
+            data
+        }))
+    }
+
+    /// A Secret's data (and stringData), decoded; `None` if it does not exist.
+    async fn secret(&self, name: &str) -> Result<Option<BTreeMap<String, String>>, String> {
+        let secret = self
+            .secrets
+            .get_opt(name)
+            .await
+            .map_err(|e| format!("reading secret {name:?}: {e}"))?;
+        Ok(secret.map(|s| {
+            let mut data: BTreeMap<String, String> = s
+                .data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
+                .collect();
+            data.extend(s.string_data.unwrap_or_default());
+            data
+        }))
+    }
+}
+
+/// The downward API's `fieldRef` values (`podFieldSelectorRuntimeValue`).
+pub fn field_value(pod: &Pod, path: &str, downward: Downward<'_>) -> Option<String> {
+    let meta = &pod.metadata;
+    let spec = pod.spec.as_ref();
+    let map_key = |prefix: &str| {
+        path.strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix("['"))
+            .and_then(|rest| rest.strip_suffix("']"))
+    };
+    if let Some(key) = map_key("metadata.labels") {
+        return Some(meta.labels.as_ref()?.get(key).cloned().unwrap_or_default());
+    }
+    if let Some(key) = map_key("metadata.annotations") {
+        return Some(
+            meta.annotations
+                .as_ref()?
+                .get(key)
+                .cloned()
+                .unwrap_or_default(),
+        );
+    }
+    let value = match path {
+        "metadata.name" => meta.name.clone(),
+        "metadata.namespace" => meta.namespace.clone(),
+        "metadata.uid" => meta.uid.clone(),
+        "spec.nodeName" => spec.and_then(|s| s.node_name.clone()),
+        "spec.serviceAccountName" => spec.and_then(|s| s.service_account_name.clone()),
+        "status.hostIP" | "status.hostIPs" => downward.host_ip.map(str::to_owned),
+        "status.podIP" | "status.podIPs" => downward.pod_ip.map(str::to_owned),
+        _ => return None,
+    };
+    Some(value.unwrap_or_default())
+}
+
+/// Expands `$(VAR)` references to variables of `env` (`expansion.Expand`):
+/// `$$` is a literal `$`, an unknown reference stays as written.
+pub fn expand(input: &str, env: &[(String, String)]) -> String {
+    let mut out = String::with_capacity(input.len());
+    let mut rest = input;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(inner) = after.strip_prefix('(')
+            && let Some(end) = inner.find(')')
+        {
+            let name = &inner[..end];
+            match env.iter().rev().find(|(n, _)| n == name) {
+                Some((_, value)) => out.push_str(value),
+                None => {
+                    out.push_str("$(");
+                    out.push_str(name);
+                    out.push(')');
+                }
+            }
+            rest = &inner[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands_like_upstream() {
+        let env = vec![
+            ("A".to_owned(), "x".to_owned()),
+            ("B".to_owned(), "y".to_owned()),
+        ];
+        assert_eq!(expand("$(A)-$(B)", &env), "x-y");
+        assert_eq!(expand("$$(A)", &env), "$(A)", "escaped");
+        assert_eq!(
+            expand("$(C) $A $", &env),
+            "$(C) $A $",
+            "unknown and bare stay"
+        );
+        assert_eq!(expand("$(A", &env), "$(A", "unterminated stays");
+    }
+
+    #[test]
+    fn downward_api_fields() {
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("p".into());
+        pod.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
+        let downward = Downward {
+            host_ip: Some("10.0.0.1"),
+            pod_ip: Some("10.88.0.2"),
+        };
+        let field = |path: &str| field_value(&pod, path, downward);
+        assert_eq!(field("metadata.name").as_deref(), Some("p"));
+        assert_eq!(field("metadata.labels['app']").as_deref(), Some("web"));
+        assert_eq!(field("status.podIP").as_deref(), Some("10.88.0.2"));
+        assert_eq!(field("status.hostIP").as_deref(), Some("10.0.0.1"));
+        assert_eq!(field("spec.nope"), None);
+    }
+}
