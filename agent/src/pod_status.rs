@@ -485,28 +485,40 @@ pub fn containers_ready_condition(pod: &Pod, all: &[ContainerStatus], phase: &st
     if phase == FAILED {
         return condition("ContainersReady", false, Some("PodFailed"), None);
     }
+    containers_condition(
+        "ContainersReady",
+        "ContainersNotReady",
+        &unknown,
+        ("unready", &unready),
+    )
+}
+
+/// A condition that holds unless some containers have no status or are not
+/// yet in the wanted state: `False` with `reason` and the kubelet's message
+/// (`containers with unknown status: [a], containers with unready status: [b]`).
+fn containers_condition(
+    type_: &str,
+    reason: &str,
+    unknown: &[String],
+    (state, not_yet): (&str, &[String]),
+) -> PodCondition {
     let mut messages = Vec::new();
     if !unknown.is_empty() {
         messages.push(format!(
             "containers with unknown status: {}",
-            go_list(&unknown)
+            go_list(unknown)
         ));
     }
-    if !unready.is_empty() {
+    if !not_yet.is_empty() {
         messages.push(format!(
-            "containers with unready status: {}",
-            go_list(&unready)
+            "containers with {state} status: {}",
+            go_list(not_yet)
         ));
     }
     if messages.is_empty() {
-        condition("ContainersReady", true, None, None)
+        condition(type_, true, None, None)
     } else {
-        condition(
-            "ContainersReady",
-            false,
-            Some("ContainersNotReady"),
-            Some(messages.join(", ")),
-        )
+        condition(type_, false, Some(reason), Some(messages.join(", ")))
     }
 }
 
@@ -585,29 +597,12 @@ pub fn initialized_condition(
     if any_regular_started {
         return condition("Initialized", true, None, None);
     }
-    let mut messages = Vec::new();
-    if !unknown.is_empty() {
-        messages.push(format!(
-            "containers with unknown status: {}",
-            go_list(&unknown)
-        ));
-    }
-    if !incomplete.is_empty() {
-        messages.push(format!(
-            "containers with incomplete status: {}",
-            go_list(&incomplete)
-        ));
-    }
-    if messages.is_empty() {
-        condition("Initialized", true, None, None)
-    } else {
-        condition(
-            "Initialized",
-            false,
-            Some("ContainersNotInitialized"),
-            Some(messages.join(", ")),
-        )
-    }
+    containers_condition(
+        "Initialized",
+        "ContainersNotInitialized",
+        &unknown,
+        ("incomplete", &incomplete),
+    )
 }
 
 /// `GetPodQOS`: `Guaranteed`, `Burstable` or `BestEffort`.
