@@ -169,6 +169,18 @@ impl Env {
         task
     }
 
+    /// Deletes pod `name` with `grace` seconds (the spec's when `None`).
+    async fn delete(&self, name: &str, grace: Option<u32>) {
+        let params = DeleteParams {
+            grace_period_seconds: grace,
+            ..Default::default()
+        };
+        self.pods()
+            .delete(name, &params)
+            .await
+            .expect("delete accepted");
+    }
+
     /// Awaits a watch from [`Env::watch_from_start`].
     async fn finish(task: tokio::task::JoinHandle<Vec<Pod>>, what: &str) -> Vec<Pod> {
         tokio::time::timeout(WAIT, task)
@@ -259,6 +271,11 @@ fn container<'a>(p: &'a Pod, name: &str) -> Option<&'a ContainerStatus> {
         .as_ref()?
         .iter()
         .find(|c| c.name == name)
+}
+
+/// Whether container `c` has been restarted at least once.
+fn restarted(p: &Pod) -> bool {
+    container(p, "c").is_some_and(|c| c.restart_count >= 1)
 }
 
 fn condition<'a>(p: &'a Pod, t: &str) -> Option<&'a PodCondition> {
@@ -402,10 +419,7 @@ async fn never_pod_fails_with_exit_code() {
     );
     // Deleting a terminal pod: nothing to stop, the agent finalizes it at once.
     let gone = env.watch_from_start("fail", None).await;
-    env.pods()
-        .delete("fail", &DeleteParams::default())
-        .await
-        .expect("delete accepted");
+    env.delete("fail", None).await;
     let seen = Env::finish(gone, "fail gone").await;
     assert!(
         seen.iter().all(|p| phase(p) == "Failed"),
@@ -549,16 +563,7 @@ async fn graceful_deletion_runs_trap_then_finalizes() {
     env.watch_until("trap", |p| phase(p) == "Running").await;
     let started = Instant::now();
     let gone = env.watch_from_start("trap", None).await;
-    env.pods()
-        .delete(
-            "trap",
-            &DeleteParams {
-                grace_period_seconds: Some(5),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("delete accepted");
+    env.delete("trap", Some(5)).await;
     let seen = Env::finish(gone, "trap gone").await;
     assert!(
         started.elapsed() < Duration::from_secs(5),
@@ -591,16 +596,7 @@ async fn deletion_of_untrapped_sleep_is_failed_137() {
         .await;
     env.watch_until("sleeper", |p| phase(p) == "Running").await;
     let gone = env.watch_from_start("sleeper", None).await;
-    env.pods()
-        .delete(
-            "sleeper",
-            &DeleteParams {
-                grace_period_seconds: Some(1),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("delete accepted");
+    env.delete("sleeper", Some(1)).await;
     let seen = Env::finish(gone, "sleeper gone").await;
     let last = seen
         .iter()
@@ -627,16 +623,7 @@ async fn force_deleted_pod_is_cleaned_up() {
     let uid = pod.metadata.uid.clone().expect("uid");
     env.watch_until("forced", |p| phase(p) == "Running").await;
     let gone = env.watch_from_start("forced", None).await;
-    env.pods()
-        .delete(
-            "forced",
-            &DeleteParams {
-                grace_period_seconds: Some(0),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("delete accepted");
+    env.delete("forced", Some(0)).await;
     let _seen = Env::finish(gone, "forced gone").await;
     // Housekeeping period + one relist, with room for a loaded machine.
     let deadline = Instant::now() + Duration::from_secs(2) + Duration::from_secs(1);
@@ -719,16 +706,7 @@ async fn pending_pod_with_bad_image_backs_off_and_fails_on_delete() {
         "{events:?}"
     );
     let gone = env.watch_from_start("badimage", None).await;
-    env.pods()
-        .delete(
-            "badimage",
-            &DeleteParams {
-                grace_period_seconds: Some(1),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("delete accepted");
+    env.delete("badimage", Some(1)).await;
     let seen = Env::finish(gone, "badimage gone").await;
     assert!(
         seen.iter().any(|p| phase(p) == "Failed"),
@@ -1090,16 +1068,7 @@ async fn orphans_from_before_a_restart_are_cleaned_up() {
     env.watch_until("orphan", |p| phase(p) == "Running").await;
     env.stop_agent().await;
     // Force-deleted while no agent watches.
-    env.pods()
-        .delete(
-            "orphan",
-            &DeleteParams {
-                grace_period_seconds: Some(0),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("delete accepted");
+    env.delete("orphan", Some(0)).await;
     env.start_agent().await;
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
@@ -1150,12 +1119,7 @@ async fn runtime_restart_recreates_pod_and_counts_restart() {
 async fn readiness_and_liveness_exec_probes() {
     let env = Env::start().await;
     let watch = env
-        .watch_from_start(
-            "probed",
-            Some(Box::new(|p| {
-                container(p, "c").is_some_and(|c| c.restart_count >= 1)
-            })),
-        )
+        .watch_from_start("probed", Some(Box::new(restarted)))
         .await;
     env.create(
         "probed",
@@ -1272,12 +1236,7 @@ async fn readiness_gates_follow_conditions_set_by_others() {
 async fn a_failed_liveness_probe_kills_with_its_own_grace_period() {
     let env = Env::start().await;
     let watch = env
-        .watch_from_start(
-            "probegrace",
-            Some(Box::new(|p| {
-                container(p, "c").is_some_and(|c| c.restart_count >= 1)
-            })),
-        )
+        .watch_from_start("probegrace", Some(Box::new(restarted)))
         .await;
     // `sleep` as PID 1 ignores SIGTERM, so the kill lasts the whole grace
     // period: the probe's 2 s, not the pod's 30 s (which would outlast WAIT).
@@ -1344,16 +1303,7 @@ async fn events_record_the_pod_lifecycle() {
     );
     assert_eq!(events[2].2, "Created container: c");
     assert!(events.iter().all(|(t, _, _)| t == "Normal"));
-    env.pods()
-        .delete(
-            "evented",
-            &DeleteParams {
-                grace_period_seconds: Some(1),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("delete accepted");
+    env.delete("evented", Some(1)).await;
     env.wait_events("evented", has("Killing", "Stopping container c"))
         .await;
     env.shutdown().await;
