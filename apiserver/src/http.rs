@@ -104,6 +104,16 @@ pub fn header_str(headers: &HeaderMap, name: header::HeaderName) -> &str {
         .unwrap_or("")
 }
 
+/// The media type of a `Content-Type` value, without its parameters, lower case.
+pub fn media_type(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
 /// The body format of a create or update, from `Content-Type`: JSON or YAML, 415 otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BodyFormat {
@@ -117,13 +127,7 @@ impl BodyFormat {
     /// Negotiates the body format.
     pub fn from_headers(headers: &HeaderMap) -> Result<Self> {
         let ct = header_str(headers, header::CONTENT_TYPE);
-        let essence = ct
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        match essence.as_str() {
+        match media_type(ct).as_str() {
             "" | "application/json" | "*/*" => Ok(BodyFormat::Json),
             "application/yaml" | "application/x-yaml" | "text/yaml" => Ok(BodyFormat::Yaml),
             _ => Err(Error::UnsupportedMediaType {

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use crate::http::media_type;
 use crate::resources::Resource;
 use crate::status::{Error, Result};
 use crate::strategic;
@@ -24,13 +25,7 @@ pub enum PatchType {
 impl PatchType {
     /// The patch type a `Content-Type` names, or 415.
     pub fn from_content_type(content_type: &str) -> Result<Self> {
-        let essence = content_type
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        match essence.as_str() {
+        match media_type(content_type).as_str() {
             "application/merge-patch+json" => Ok(PatchType::Merge),
             "application/strategic-merge-patch+json" => Ok(PatchType::Strategic),
             "application/json-patch+json" => Ok(PatchType::Json),
