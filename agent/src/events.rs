@@ -171,8 +171,9 @@ pub fn spawn(
     )
 }
 
-/// A posted event: its namespace, name and count.
-type Posted = (String, String, i32);
+/// A posted event: its name and count (its namespace is the record's: the
+/// key holds the involved object).
+type Posted = (String, i32);
 
 async fn run(
     client: kube::Client,
@@ -231,9 +232,9 @@ async fn write(
         .unwrap_or_else(|| "default".into());
     let key = record.key();
     let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
-    if let Some((ns, name, count)) = posted.get_mut(&key) {
+    if let Some((name, count)) = posted.get_mut(&key) {
         let patch = serde_json::json!({ "count": *count + 1, "lastTimestamp": time });
-        let result = Api::<Event>::namespaced(client.clone(), ns)
+        let result = api
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await;
         metrics.api_call("patch events", result.is_ok());
@@ -293,7 +294,7 @@ async fn write(
     metrics.api_call("create events", result.is_ok());
     match result {
         Ok(_) => {
-            posted.insert(key, (namespace, name, 1));
+            posted.insert(key, (name, 1));
         }
         Err(error) => tracing::debug!(%error, "posting an event failed; dropped"),
     }
