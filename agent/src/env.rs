@@ -9,7 +9,7 @@
 //! container start with the kubelet's message (`CreateContainerConfigError`).
 //! `resourceFieldRef` is not supported: such a variable is left out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, Secret};
 use kube::Api;
@@ -32,9 +32,10 @@ pub async fn resolve(
     downward: Downward<'_>,
 ) -> Result<Vec<(String, String)>, String> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-    let sources = Sources {
+    let mut sources = Sources {
         configmaps: Api::namespaced(client.clone(), namespace),
         secrets: Api::namespaced(client.clone(), namespace),
+        read: HashMap::new(),
     };
     let mut env: Vec<(String, String)> = Vec::new();
     for from in container.env_from.iter().flatten() {
@@ -122,46 +123,61 @@ fn set(env: &mut Vec<(String, String)>, name: String, value: String) {
     }
 }
 
-/// Where ConfigMaps and Secrets are read.
+/// Where ConfigMaps and Secrets are read, each once per container start.
 struct Sources {
     configmaps: Api<ConfigMap>,
     secrets: Api<Secret>,
+    /// What was read, by `(is a Secret, name)`.
+    read: HashMap<(bool, String), Option<BTreeMap<String, String>>>,
 }
 
 impl Sources {
     /// A ConfigMap's data (binary data as lossy UTF-8); `None` if it does not exist.
-    async fn configmap(&self, name: &str) -> Result<Option<BTreeMap<String, String>>, String> {
-        let cm = self
-            .configmaps
-            .get_opt(name)
-            .await
-            .map_err(|e| format!("reading configmap {name:?}: {e}"))?;
-        Ok(cm.map(|cm| {
-            let mut data = cm.data.unwrap_or_default();
-            for (k, v) in cm.binary_data.unwrap_or_default() {
-                data.insert(k, String::from_utf8_lossy(&v.0).into_owned());
-            }
-            data
-        }))
+    async fn configmap(&mut self, name: &str) -> Result<Option<BTreeMap<String, String>>, String> {
+        self.data(false, name).await
     }
 
     /// A Secret's data (and stringData), decoded; `None` if it does not exist.
-    async fn secret(&self, name: &str) -> Result<Option<BTreeMap<String, String>>, String> {
-        let secret = self
-            .secrets
-            .get_opt(name)
-            .await
-            .map_err(|e| format!("reading secret {name:?}: {e}"))?;
-        Ok(secret.map(|s| {
-            let mut data: BTreeMap<String, String> = s
-                .data
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
-                .collect();
-            data.extend(s.string_data.unwrap_or_default());
-            data
-        }))
+    async fn secret(&mut self, name: &str) -> Result<Option<BTreeMap<String, String>>, String> {
+        self.data(true, name).await
+    }
+
+    async fn data(
+        &mut self,
+        secret: bool,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, String> {
+        let key = (secret, name.to_owned());
+        if let Some(known) = self.read.get(&key) {
+            return Ok(known.clone());
+        }
+        let lossy = |b: k8s_openapi::ByteString| String::from_utf8_lossy(&b.0).into_owned();
+        let data = if secret {
+            let found = self.secrets.get_opt(name).await;
+            let found = found.map_err(|e| format!("reading secret {name:?}: {e}"))?;
+            found.map(|s| {
+                let mut data: BTreeMap<String, String> = s
+                    .data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, lossy(v)))
+                    .collect();
+                data.extend(s.string_data.unwrap_or_default());
+                data
+            })
+        } else {
+            let found = self.configmaps.get_opt(name).await;
+            let found = found.map_err(|e| format!("reading configmap {name:?}: {e}"))?;
+            found.map(|cm| {
+                let mut data = cm.data.unwrap_or_default();
+                for (k, v) in cm.binary_data.unwrap_or_default() {
+                    data.insert(k, lossy(v));
+                }
+                data
+            })
+        };
+        self.read.insert(key, data.clone());
+        Ok(data)
     }
 }
 
