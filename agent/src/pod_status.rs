@@ -605,8 +605,17 @@ pub fn initialized_condition(
     )
 }
 
-/// `GetPodQOS`: `Guaranteed`, `Burstable` or `BestEffort`.
-pub fn qos_class(pod: &Pod) -> &'static str {
+/// `GetPodQOS`: the class the API server set at creation, else computed from cpu and
+/// memory requests and limits (compared as written: the API server double and
+/// kube-apiserver both set the class, so the fallback only serves other servers).
+pub fn qos_class(pod: &Pod) -> String {
+    if let Some(class) = pod.status.as_ref().and_then(|s| s.qos_class.clone()) {
+        return class;
+    }
+    compute_qos_class(pod).to_owned()
+}
+
+fn compute_qos_class(pod: &Pod) -> &'static str {
     let containers = app_containers(pod).iter().chain(init_containers(pod));
     let mut any = false;
     let mut guaranteed = true;
@@ -667,7 +676,7 @@ pub fn generate(input: &Input<'_>) -> PodStatus {
             }]);
         }
     }
-    s.qos_class = Some(qos_class(pod).to_owned());
+    s.qos_class = Some(qos_class(pod));
 
     let app = convert_statuses(
         input,
@@ -917,6 +926,15 @@ mod tests {
         assert_eq!(cond(&s, "PodReadyToStartContainers").status, "False");
         assert_eq!(s.host_ip.as_deref(), Some("192.168.1.10"));
         assert_eq!(s.qos_class.as_deref(), Some("BestEffort"));
+    }
+
+    #[test]
+    fn qos_class_is_the_api_servers() {
+        // `GetPodQOS`: the class set at creation wins over what the spec would give.
+        let mut p = pod("Always", &[], &["c"]);
+        p.status.get_or_insert_default().qos_class = Some("Burstable".into());
+        let s = compute(&p, &runtime::PodStatus::default(), false);
+        assert_eq!(s.qos_class.as_deref(), Some("Burstable"));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! bearer tokens from [`auth`]) and hands each request to [`handlers`], which resolves the
 //! path ([`request`]) against the resource table ([`resources`]) and calls the
 //! [`registry`]: create/update/delete with upstream's rules ([`strategy`] for per-resource
-//! defaults and status/spec separation, graceful deletion, finalizers, namespaces) over the
+//! defaults (the pod QoS class compares [`quantity`]s) and status/spec separation, graceful deletion, finalizers, namespaces) over the
 //! [`store`] (JSON objects, one global `resourceVersion`, bounded event history). Reads go
 //! through [`selectors`]; watches through [`watch`]; patches through [`patch`] and
 //! [`strategic`]; `kubectl get` tables through [`table`]; discovery through [`discovery`]
@@ -36,6 +36,7 @@ pub mod meta;
 pub mod node_lifecycle;
 pub mod openapi;
 pub mod patch;
+pub mod quantity;
 pub mod registry;
 pub mod request;
 pub mod resources;

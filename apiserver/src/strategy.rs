@@ -1,9 +1,12 @@
 //! Per-resource write rules, after upstream's registry strategies (`PrepareForCreate`,
 //! `PrepareForUpdate`, defaulting and the validation a node agent can run into).
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value, json};
 
 use crate::meta;
+use crate::quantity::{self, Quantity};
 use crate::resources::{self, Resource};
 use crate::status::{Error, Result};
 
@@ -160,34 +163,62 @@ fn image_pull_policy(image: &str) -> &'static str {
     }
 }
 
-fn qos_class(spec: &Value) -> &'static str {
-    let containers = spec
-        .get("containers")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let mut any = false;
+/// `ComputePodQOS`: only cpu and memory count, zero quantities are ignored, and a pod is
+/// `Guaranteed` when every container limits both and the pod's summed requests equal its
+/// summed limits. A resource value that is not a quantity is a 400, as upstream's decoder
+/// rejects it.
+fn qos_class(spec: &Map<String, Value>) -> Result<&'static str> {
+    let mut requests: BTreeMap<&'static str, Quantity> = BTreeMap::new();
+    let mut limits: BTreeMap<&'static str, Quantity> = BTreeMap::new();
     let mut guaranteed = true;
-    for c in &containers {
-        let requests = c.pointer("/resources/requests");
-        let limits = c.pointer("/resources/limits");
-        let has = |v: Option<&Value>| v.and_then(Value::as_object).is_some_and(|m| !m.is_empty());
-        any |= has(requests) || has(limits);
-        for r in ["cpu", "memory"] {
-            let limit = limits.and_then(|l| l.get(r));
-            let request = requests.and_then(|q| q.get(r)).or(limit);
-            if limit.is_none() || request != limit {
-                guaranteed = false;
+    let containers = ["containers", "initContainers"]
+        .into_iter()
+        .filter_map(|list| spec.get(list).and_then(Value::as_array))
+        .flatten();
+    for c in containers {
+        let add = |kind: &str, sums: &mut BTreeMap<&'static str, Quantity>| {
+            let mut found = Vec::new();
+            let Some(list) = c
+                .pointer(&format!("/resources/{kind}"))
+                .and_then(Value::as_object)
+            else {
+                return Ok(found);
+            };
+            for (name, value) in list {
+                let q = value
+                    .as_str()
+                    .and_then(Quantity::parse)
+                    .or_else(|| value.as_i64().and_then(|n| Quantity::parse(&n.to_string())))
+                    .ok_or_else(|| {
+                        Error::bad_request(format!(
+                            "Pod in version \"v1\" cannot be handled as a Pod: {}",
+                            quantity::SYNTAX
+                        ))
+                    })?;
+                let Some(name) = ["cpu", "memory"].into_iter().find(|r| r == name) else {
+                    continue;
+                };
+                if q.is_positive() {
+                    let sum = sums.entry(name).or_insert(Quantity::ZERO);
+                    *sum = sum.saturating_add(q);
+                    found.push(name);
+                }
             }
+            Ok::<_, Error>(found)
+        };
+        add("requests", &mut requests)?;
+        let limited = add("limits", &mut limits)?;
+        if !(limited.contains(&"cpu") && limited.contains(&"memory")) {
+            guaranteed = false;
         }
     }
-    if !any {
+    Ok(if requests.is_empty() && limits.is_empty() {
         "BestEffort"
-    } else if guaranteed {
+    } else if guaranteed && requests == limits {
         "Guaranteed"
     } else {
         "Burstable"
-    }
+    })
 }
 
 /// Upstream's pod defaulting (`SetDefaults_Pod`, `SetDefaults_Container`) for the fields a
@@ -234,7 +265,7 @@ fn pod_defaults(pod: &mut Value) -> Result<()> {
             }
         }
     }
-    let qos = qos_class(&Value::Object(spec.clone()));
+    let qos = qos_class(spec)?;
     pod["status"] = json!({"phase": "Pending", "qosClass": qos});
     Ok(())
 }
@@ -246,7 +277,18 @@ fn container_defaults(c: &mut Map<String, Value>) {
     c.entry("terminationMessagePath")
         .or_insert("/dev/termination-log".into());
     c.entry("terminationMessagePolicy").or_insert("File".into());
-    c.entry("resources").or_insert(json!({}));
+    let resources = c.entry("resources").or_insert(json!({}));
+    // `SetDefaults_Pod`: a limit without a request is also the request.
+    if let Some(limits) = resources.get("limits").and_then(Value::as_object).cloned()
+        && let Some(requests) = resources
+            .as_object_mut()
+            .map(|r| r.entry("requests").or_insert(json!({})))
+            .and_then(Value::as_object_mut)
+    {
+        for (k, v) in limits {
+            requests.entry(k).or_insert(v);
+        }
+    }
 }
 
 /// Pod spec fields upstream lets an update change (`ValidatePodUpdate`); everything else is
@@ -377,6 +419,48 @@ mod tests {
         assert_eq!(p["status"]["phase"], "Pending");
         assert_eq!(p["status"]["qosClass"], "BestEffort");
         assert_eq!(p["kind"], "Pod");
+    }
+
+    fn qos(containers: Value) -> std::result::Result<(String, Value), u16> {
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": containers}});
+        let p = prepare_for_create(&PODS, pod, "ns").map_err(|e| e.code())?;
+        let class = p["status"]["qosClass"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        Ok((class, p["spec"]["containers"][0]["resources"].clone()))
+    }
+
+    #[test]
+    fn qos_class_like_compute_pod_qos() {
+        let c = |resources: Value| json!([{"name": "c", "image": "i", "resources": resources}]);
+        let class = |resources: Value| qos(c(resources)).map(|(class, _)| class);
+        // Only cpu and memory count, and zero is no request.
+        assert_eq!(
+            class(json!({"requests": {"ephemeral-storage": "1Gi"}})),
+            Ok("BestEffort".into())
+        );
+        assert_eq!(
+            class(json!({"requests": {"cpu": "0", "memory": "0"}})),
+            Ok("BestEffort".into())
+        );
+        assert_eq!(
+            class(json!({"requests": {"cpu": "100m"}})),
+            Ok("Burstable".into())
+        );
+        // Requests equal limits in value, whatever the spelling.
+        let equal = json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1000m", "memory": "1073741824"}});
+        assert_eq!(class(equal), Ok("Guaranteed".into()));
+        let lower = json!({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}});
+        assert_eq!(class(lower), Ok("Burstable".into()));
+        let cpu_only = json!({"limits": {"cpu": "1"}});
+        assert_eq!(class(cpu_only), Ok("Burstable".into()));
+        // A limit without a request becomes the request (`SetDefaults_Pod`).
+        let (class, resources) = qos(c(json!({"limits": {"cpu": "1", "memory": "64Mi"}}))).unwrap();
+        assert_eq!(class, "Guaranteed");
+        assert_eq!(resources["requests"], json!({"cpu": "1", "memory": "64Mi"}));
+        // Not a quantity: the decoder's 400.
+        assert_eq!(qos(c(json!({"limits": {"cpu": "lots"}}))), Err(400));
     }
 
     #[test]
