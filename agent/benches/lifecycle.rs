@@ -273,6 +273,7 @@ async fn main() -> anyhow::Result<()> {
     );
     println!("|---|---|---|---|---|---|---|");
     let mut serial = 0;
+    let mut cpu_per_pod = Vec::new();
     let cpu_before = (cpu_secs(&pid.to_string()), cpu_secs("self"));
     for (concurrency, rounds) in [
         (1, if quick { 10 } else { 50 }),
@@ -280,6 +281,8 @@ async fn main() -> anyhow::Result<()> {
         (100, if quick { 1 } else { 5 }),
     ] {
         let (mut seen_at, mut up, mut down) = (Vec::new(), Vec::new(), Vec::new());
+        // CPU spent from the creates to the last pod Running: agent, and the rest.
+        let mut create_cpu = (0.0, 0.0);
         for _ in 0..rounds {
             let names: Vec<String> = (0..concurrency)
                 .map(|_| {
@@ -287,6 +290,7 @@ async fn main() -> anyhow::Result<()> {
                     format!("p{serial}")
                 })
                 .collect();
+            let cpu_at_create = (cpu_secs(&pid.to_string()), cpu_secs("self"));
             let created: Vec<(String, Instant)> =
                 futures::future::join_all(names.iter().map(|n| {
                     let pods = pods.clone();
@@ -300,6 +304,8 @@ async fn main() -> anyhow::Result<()> {
                 }))
                 .await;
             wait_for(&seen, &names, true).await;
+            create_cpu.0 += cpu_secs(&pid.to_string()) - cpu_at_create.0;
+            create_cpu.1 += cpu_secs("self") - cpu_at_create.1;
             let deleted: Vec<(String, Instant)> =
                 futures::future::join_all(names.iter().map(|n| {
                     let pods = pods.clone();
@@ -336,6 +342,8 @@ async fn main() -> anyhow::Result<()> {
             ms(percentile(&down, 0.5)),
             ms(percentile(&down, 0.99)),
         );
+        let pods = (concurrency * rounds) as f64;
+        cpu_per_pod.push((concurrency, create_cpu.0 / pods, create_cpu.1 / pods));
     }
 
     let cpu_after = (cpu_secs(&pid.to_string()), cpu_secs("self"));
@@ -345,6 +353,22 @@ async fn main() -> anyhow::Result<()> {
         cpu_after.0 - cpu_before.0,
         cpu_after.1 - cpu_before.1
     );
+    // At N concurrent pods the median pod cannot be Running before half of the round's
+    // work is done on the machine's cores, whatever the order: that bounds p50 from below.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    println!();
+    println!("CPU per pod from create to Running (clock ticks of 10 ms, so ±10 ms per round):");
+    for (concurrency, agent, rest) in cpu_per_pod {
+        let floor = |cpu: f64| concurrency as f64 / 2.0 * cpu / cores * 1000.0;
+        println!(
+            "- {concurrency} concurrent: agent {:.2} ms, API server double + fake-cri + bench client {:.2} ms; \
+             p50 floor on {cores} cores {:.1} ms, {:.1} ms if the agent cost nothing",
+            agent * 1000.0,
+            rest * 1000.0,
+            floor(agent + rest),
+            floor(rest),
+        );
+    }
     print_calls_per_pod(&metrics_addr, serial).await;
     if std::env::var_os("BENCH_LATENCY_ONLY").is_none() {
         rss_table(&pods, &seen, pid).await;
