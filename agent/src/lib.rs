@@ -12,8 +12,8 @@
 //!   and hands work to [`pod_workers`] (one task per pod, coalescing updates);
 //! - a worker runs [`sync_pod`]: it computes the API status ([`pod_status`]),
 //!   hands it to the [`status_manager`] (the only writer of pod statuses, which
-//!   also finalizes deletions), and converges the [`runtime`] (sandbox, init
-//!   containers, app containers, [`backoff`]);
+//!   also finalizes deletions), sets up the pod's volumes ([`volume_manager`]) and
+//!   converges the [`runtime`] (sandbox, init containers, app containers, [`backoff`]);
 //! - [`housekeeping`] removes what the runtime still runs for pods the API no
 //!   longer has, and the directories of pods gone from everywhere;
 //!   [`node_status`] (runtime and PLEG health) and [`node_lease`] keep the
@@ -58,6 +58,7 @@ pub mod status_manager;
 pub mod sync_loop;
 pub mod sync_pod;
 pub mod timings;
+pub mod volume_manager;
 
 pub use agent::{Agent, AgentBuilder, AgentHandle, Error};
 pub use timings::Timings;

@@ -880,6 +880,7 @@ impl Runtime {
         container: &ContainerSpec,
         restart_count: i32,
         env: Vec<(String, String)>,
+        volume_mounts: Vec<cri::Mount>,
     ) -> cri::ContainerConfig {
         let meta = &pod.metadata;
         let mut labels = HashMap::new();
@@ -923,14 +924,15 @@ impl Runtime {
             .termination_message_path
             .clone()
             .unwrap_or_else(|| "/dev/termination-log".into());
-        let mounts = vec![cri::Mount {
+        let mut mounts = volume_mounts;
+        mounts.push(cri::Mount {
             container_path: termination_path,
             host_path: self
                 .termination_file(pod, &container.name, restart_count)
                 .to_string_lossy()
                 .into_owned(),
             ..Default::default()
-        }];
+        });
         let expand_all = |list: &Option<Vec<String>>| -> Vec<String> {
             list.iter()
                 .flatten()
@@ -987,15 +989,20 @@ impl Runtime {
 
     /// The host file for a container's termination message, beside its log:
     /// `<pods>/<namespace>_<name>_<uid>/<container>/<restart>.termination-log`.
-    fn termination_file(&self, pod: &Pod, container: &str, restart_count: i32) -> PathBuf {
+    /// The pod's directory (`<namespace>_<name>_<uid>`): container logs,
+    /// termination-message files and volumes.
+    pub fn pod_dir(&self, pod: &Pod) -> PathBuf {
         let meta = &pod.metadata;
-        self.log_root
-            .join(format!(
-                "{}_{}_{}",
-                meta.namespace.as_deref().unwrap_or_default(),
-                meta.name.as_deref().unwrap_or_default(),
-                meta.uid.as_deref().unwrap_or_default()
-            ))
+        self.log_root.join(format!(
+            "{}_{}_{}",
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default(),
+            meta.uid.as_deref().unwrap_or_default()
+        ))
+    }
+
+    fn termination_file(&self, pod: &Pod, container: &str, restart_count: i32) -> PathBuf {
+        self.pod_dir(pod)
             .join(container)
             .join(format!("{restart_count}.termination-log"))
     }
@@ -1014,8 +1021,9 @@ impl Runtime {
             .map(|m| m.name.clone())
             .unwrap_or_default();
         // An empty, world-writable file, as the kubelet makes it, so a container
-        // running as any user can write its message.
-        for mount in &config.mounts {
+        // running as any user can write its message ([`Runtime::container_config`]
+        // mounts it last, after the volumes).
+        if let Some(mount) = config.mounts.last() {
             let path = PathBuf::from(&mount.host_path);
             create_termination_file(path.clone())
                 .await

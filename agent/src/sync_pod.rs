@@ -25,6 +25,7 @@ use crate::pod_status::{self, Reason, is_terminal_phase};
 use crate::prober::Prober;
 use crate::runtime::{self, ContainerState, Runtime};
 use crate::status_manager;
+use crate::volume_manager::{self, Volumes};
 
 /// What every pod worker shares.
 #[derive(Clone)]
@@ -77,6 +78,9 @@ pub struct PodState {
     last_status: Option<Arc<PodStatus>>,
     prober: Prober,
     runtime: runtime::StatusCache,
+    /// The pod's volumes once set up, and when they were last written.
+    volumes: Option<(Volumes, Instant)>,
+    volume_backoff: Backoff,
 }
 
 impl PodState {
@@ -89,6 +93,11 @@ impl PodState {
             last_status: None,
             prober: Prober::default(),
             runtime: runtime::StatusCache::default(),
+            volumes: None,
+            volume_backoff: Backoff::new(
+                timings.volume_backoff_initial,
+                timings.volume_backoff_max,
+            ),
         }
     }
 
@@ -213,6 +222,15 @@ pub async fn sync(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Re
             .await?;
         state.prober.track(pod, &rt);
     }
+    if pod.metadata.deletion_timestamp.is_none()
+        && let Err(retry_at) = ensure_volumes(ctx, state, pod).await
+    {
+        // `WaitForAttachAndMount` failed: nothing starts, the status says ContainerCreating.
+        publish(ctx, state, pod, &rt, false, false).await;
+        return Ok(Outcome::Continue {
+            wake_at: earliest_opt(Some(retry_at), state.prober.next_due()),
+        });
+    }
     let mut wake = None;
     for _ in 0..4 {
         let status = publish(ctx, state, pod, &rt, false, false).await;
@@ -250,8 +268,54 @@ pub async fn sync(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Re
     })
 }
 
+/// Sets the pod's volumes up before its first start, and rewrites those read from
+/// the API a `syncFrequency` after the last write; `Err` is when to try again while
+/// no set-up has succeeded (each failure is a `FailedMount` event).
+async fn ensure_volumes(ctx: &Context, state: &mut PodState, pod: &Pod) -> Result<(), Instant> {
+    let now = Instant::now();
+    match &state.volumes {
+        Some((_, at))
+            if now < *at + ctx.timings.sync_frequency || !volume_manager::has_api_volumes(pod) =>
+        {
+            return Ok(());
+        }
+        None if state.volume_backoff.is_in_backoff_since_update("", now) => {
+            return Err(state.volume_backoff.expiry_since_update(""));
+        }
+        _ => {}
+    }
+    let downward = env::Downward {
+        host_ip: ctx.host_ip.as_deref(),
+        pod_ip: None,
+    };
+    let pod_dir = ctx.runtime.pod_dir(pod);
+    match volume_manager::set_up(&ctx.client, pod, &pod_dir, downward).await {
+        Ok(volumes) => {
+            state.volumes = Some((volumes, now));
+            state.volume_backoff.reset("");
+            Ok(())
+        }
+        Err(error) => {
+            tracing::warn!(pod = %runtime::pod_key(pod), %error, "setting up volumes failed");
+            ctx.events
+                .pod(pod, None, Type::Warning, "FailedMount", error.to_string());
+            match &mut state.volumes {
+                // Running containers keep the content they have until the next period.
+                Some((_, at)) => {
+                    *at = now;
+                    Ok(())
+                }
+                None => {
+                    state.volume_backoff.next("", now, now);
+                    Err(state.volume_backoff.expiry_since_update(""))
+                }
+            }
+        }
+    }
+}
+
 /// Kills a pod: stops its containers with `grace` (at least the minimum),
-/// stops its sandboxes and reports the final status.
+/// stops its sandboxes, tears its volumes down and reports the final status.
 pub async fn kill(
     ctx: &Context,
     state: &mut PodState,
@@ -289,6 +353,10 @@ pub async fn kill(
         .runtime
         .pod_status_refreshed(pod, &mut state.runtime)
         .await?;
+    // Upstream reports a pod terminal only once its volumes are unmounted.
+    if state.volumes.take().is_some() {
+        volume_manager::tear_down(ctx.runtime.pod_dir(pod)).await;
+    }
     state.reasons.clear();
     let finalize = pod.metadata.deletion_timestamp.is_some();
     publish(ctx, state, pod, &rt, true, finalize).await;
@@ -545,8 +613,19 @@ async fn start(
         state.reasons.insert(container.name.clone(), reason);
         return Ok(false);
     }
-    let env = match container_env(ctx, pod, container, sandbox_id).await {
-        Ok(env) => env,
+    // `generateContainerConfig`: the environment, then the mounts (a `subPathExpr`
+    // expands against the environment); either failing is a CreateContainerConfigError.
+    let volumes = state.volumes.as_ref().map(|(v, _)| v);
+    let prepared = async {
+        let env = container_env(ctx, pod, container, sandbox_id).await?;
+        let mounts = match volumes {
+            Some(volumes) => volumes.mounts(container, &env).await?,
+            None => Vec::new(),
+        };
+        Ok::<_, String>((env, mounts))
+    };
+    let (env, mounts) = match prepared.await {
+        Ok(prepared) => prepared,
         Err(message) => {
             report_failed(ctx, pod, &container.name, &message);
             state.reasons.insert(
@@ -562,7 +641,7 @@ async fn start(
     };
     let config = ctx
         .runtime
-        .container_config(pod, container, restart_count, env);
+        .container_config(pod, container, restart_count, env, mounts);
     let id = match ctx
         .runtime
         .create_container(pod, sandbox_id, config, sandbox_config)

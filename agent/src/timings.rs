@@ -38,6 +38,10 @@ pub struct Timings {
     pub minimum_stop_grace: Duration,
     /// Timeout of a single CRI call that is not a stop or a pull (the kubelet's `--runtime-request-timeout`, 2 min).
     pub runtime_request_timeout: Duration,
+    /// First retry delay after a volume failed to set up (upstream 500 ms).
+    pub volume_backoff_initial: Duration,
+    /// Cap of the volume set-up back-off (upstream 2 min 2 s).
+    pub volume_backoff_max: Duration,
 }
 
 impl Default for Timings {
@@ -58,6 +62,8 @@ impl Default for Timings {
             image_backoff_max: Duration::from_secs(300),
             minimum_stop_grace: Duration::from_secs(2),
             runtime_request_timeout: Duration::from_secs(120),
+            volume_backoff_initial: Duration::from_millis(500),
+            volume_backoff_max: Duration::from_secs(122),
         }
     }
 }
@@ -82,6 +88,8 @@ impl Timings {
             image_backoff_max: Duration::from_secs(3),
             minimum_stop_grace: Duration::from_secs(2),
             runtime_request_timeout: Duration::from_secs(10),
+            volume_backoff_initial: Duration::from_millis(100),
+            volume_backoff_max: Duration::from_secs(1),
         }
     }
 }

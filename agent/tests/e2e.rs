@@ -1394,3 +1394,157 @@ async fn environment_from_values_the_downward_api_configmaps_and_secrets() {
     env.watch_until("waitcfg", |p| phase(p) == "Running").await;
     env.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volumes_wait_for_their_configmap_are_mounted_and_torn_down() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use nodeconform_cri::v1 as cri;
+    let env = Env::start().await;
+    env.create(
+        "vols",
+        json!({
+            "containers": [{
+                "name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"],
+                "volumeMounts": [
+                    { "name": "cfg", "mountPath": "/etc/cfg" },
+                    { "name": "scratch", "mountPath": "/scratch", "subPath": "work" },
+                    { "name": "sa", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount" },
+                ],
+            }],
+            "volumes": [
+                { "name": "cfg", "configMap": { "name": "settings",
+                    "items": [{ "key": "color", "path": "colors/primary" }] } },
+                { "name": "scratch", "emptyDir": {} },
+                { "name": "sa", "projected": { "sources": [
+                    { "serviceAccountToken": { "path": "token", "expirationSeconds": 3600 } },
+                    { "configMap": { "name": "kube-root-ca.crt",
+                        "items": [{ "key": "ca.crt", "path": "ca.crt" }] } },
+                    { "downwardAPI": { "items": [{ "path": "namespace",
+                        "fieldRef": { "fieldPath": "metadata.namespace" } }] } },
+                ] } },
+            ],
+        }),
+    )
+    .await;
+
+    // The missing ConfigMap holds the pod before its sandbox: FailedMount, ContainerCreating.
+    let failed = "MountVolume.SetUp failed for volume \"cfg\" : configmap \"settings\" not found";
+    env.wait_events("vols", |events| {
+        events
+            .iter()
+            .any(|(_, reason, message)| reason == "FailedMount" && message == failed)
+    })
+    .await;
+    let seen = env
+        .watch_until("vols", |p| {
+            waiting_reason(p, "c").as_deref() == Some("ContainerCreating")
+        })
+        .await;
+    let pod = seen.last().expect("a state");
+    assert_eq!(phase(pod), "Pending");
+    assert_eq!(
+        condition(pod, "PodReadyToStartContainers").map(|c| c.status.as_str()),
+        Some("False")
+    );
+    assert!(
+        env.cri.control().state().sandboxes.is_empty(),
+        "no sandbox before the volumes"
+    );
+
+    let configmaps: Api<ConfigMap> = Api::namespaced(env.api.client(), NS);
+    let settings: ConfigMap = serde_json::from_value(json!({
+        "metadata": { "name": "settings" }, "data": { "color": "blue" },
+    }))
+    .expect("configmap");
+    configmaps
+        .create(&PostParams::default(), &settings)
+        .await
+        .expect("configmap created");
+    let seen = env.watch_until("vols", |p| phase(p) == "Running").await;
+    let uid = seen
+        .last()
+        .and_then(|p| p.metadata.uid.clone())
+        .expect("uid");
+
+    // The files are on the host under the pod's directory and reach the runtime as mounts.
+    let pod_dir = env.dir.path().join(format!("agent/pods/{NS}_vols_{uid}"));
+    let volumes = pod_dir.join("volumes");
+    let read = |p: &str| std::fs::read_to_string(volumes.join(p)).unwrap_or_default();
+    assert_eq!(read("kubernetes.io~configmap/cfg/colors/primary"), "blue");
+    assert_eq!(read("kubernetes.io~projected/sa/namespace"), NS);
+    assert!(!read("kubernetes.io~projected/sa/token").is_empty());
+    assert!(volumes.join("kubernetes.io~projected/sa/ca.crt").is_file());
+    assert!(
+        volumes
+            .join("kubernetes.io~empty-dir/scratch/work")
+            .is_dir()
+    );
+    let mut rs = nodeconform_cri::RuntimeServiceClient::new(
+        nodeconform_cri::connect(&env.cri.endpoint())
+            .await
+            .expect("cri"),
+    );
+    let listed = rs
+        .list_containers(cri::ListContainersRequest::default())
+        .await
+        .expect("list")
+        .into_inner()
+        .containers;
+    let id = listed.first().map(|c| c.id.clone()).expect("a container");
+    let status = rs
+        .container_status(cri::ContainerStatusRequest {
+            container_id: id,
+            verbose: false,
+        })
+        .await
+        .expect("status")
+        .into_inner()
+        .status
+        .expect("status");
+    let mounts: Vec<(String, bool)> = status
+        .mounts
+        .iter()
+        .map(|m| (m.container_path.clone(), m.readonly))
+        .collect();
+    assert_eq!(
+        mounts,
+        [
+            ("/etc/cfg".to_owned(), true),
+            ("/scratch".to_owned(), false),
+            (
+                "/var/run/secrets/kubernetes.io/serviceaccount".to_owned(),
+                true
+            ),
+            ("/dev/termination-log".to_owned(), false),
+        ]
+    );
+    assert_eq!(
+        status.mounts[0].host_path,
+        volumes
+            .join("kubernetes.io~configmap/cfg")
+            .to_string_lossy()
+    );
+
+    // A ConfigMap update reaches the running pod's files within a resync or two.
+    let patch = json!({ "data": { "color": "green" } });
+    configmaps
+        .patch(
+            "settings",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect("configmap updated");
+    let deadline = Instant::now() + WAIT;
+    while read("kubernetes.io~configmap/cfg/colors/primary") != "green" {
+        assert!(Instant::now() < deadline, "the volume was not updated");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Torn down before the pod is reported terminal and finalized.
+    let gone = env.watch_from_start("vols", None).await;
+    env.delete("vols", Some(1)).await;
+    Env::finish(gone, "vols gone").await;
+    assert!(!volumes.exists(), "volumes torn down");
+    env.shutdown().await;
+}

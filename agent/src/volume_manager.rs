@@ -1,0 +1,551 @@
+//! A pod's volumes, as the kubelet's volume manager sets them up for a pod worker
+//! (`WaitForAttachAndMount` before the sandbox exists, `makeMounts` for each container,
+//! teardown before the terminal status).
+//!
+//! Each volume lives in `<pod dir>/volumes/kubernetes.io~<plugin>/<name>`: `emptyDir` is a
+//! directory; `configMap`, `secret`, `downwardAPI` and `projected` (those three plus
+//! `serviceAccountToken`, through the TokenRequest API) are files written from the API,
+//! rewritten when the pod is synced a `syncFrequency` after the last write (so updates
+//! reach running containers); `hostPath` is handed to the runtime as it is, and nothing
+//! is created or read on the host for it. Other volume types (persistent volume claims,
+//! CSI, ephemeral, …) are not supported and fail like an unmountable volume: the pod
+//! waits in `ContainerCreating` with a `FailedMount` event (upstream's message,
+//! `MountVolume.SetUp failed for volume "v" : configmap "c" not found`) and is retried
+//! with back-off. Paths from the spec never leave the volume's directory.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Component, Path, PathBuf};
+
+use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, DownwardAPIVolumeFile, KeyToPath, Pod, Secret, ServiceAccount, Volume,
+};
+use kube::Api;
+use kube::api::PostParams;
+use nodeconform_cri::v1 as cri;
+
+use crate::env::{self, Downward};
+
+/// A volume that could not be set up: the `FailedMount` event's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("MountVolume.SetUp failed for volume {volume:?} : {message}")]
+pub struct MountError {
+    /// The volume's name in the pod spec.
+    pub volume: String,
+    /// What failed, in the kubelet's words.
+    pub message: String,
+}
+
+/// A pod's set-up volumes by name.
+#[derive(Debug, Clone, Default)]
+pub struct Volumes {
+    host_paths: HashMap<String, HostPath>,
+}
+
+/// Where a volume is on the host.
+#[derive(Debug, Clone)]
+struct HostPath {
+    path: PathBuf,
+    /// Containers get it read-only whatever their `volumeMounts` say.
+    read_only: bool,
+    /// The agent made it (not a `hostPath`), so it may create sub-paths in it.
+    managed: bool,
+}
+
+/// The files one API-backed volume holds: relative path → content.
+type Files = BTreeMap<PathBuf, Vec<u8>>;
+
+/// Whether the pod has a volume whose content comes from the API (and so is refreshed).
+pub fn has_api_volumes(pod: &Pod) -> bool {
+    volumes(pod).iter().any(|v| {
+        v.config_map.is_some()
+            || v.secret.is_some()
+            || v.downward_api.is_some()
+            || v.projected.is_some()
+    })
+}
+
+fn volumes(pod: &Pod) -> &[Volume] {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.volumes.as_deref())
+        .unwrap_or_default()
+}
+
+/// Sets up every volume of `pod` under `pod_dir` (`SetUp` of each volume plugin).
+pub async fn set_up(
+    client: &kube::Client,
+    pod: &Pod,
+    pod_dir: &Path,
+    downward: Downward<'_>,
+) -> Result<Volumes, MountError> {
+    let mut out = Volumes::default();
+    let mut writes: Vec<(PathBuf, Option<Files>)> = Vec::new();
+    let api = Sources::new(client, pod);
+    for volume in volumes(pod) {
+        let fail = |message: String| MountError {
+            volume: volume.name.clone(),
+            message,
+        };
+        let dir = |plugin: &str| {
+            pod_dir
+                .join("volumes")
+                .join(format!("kubernetes.io~{plugin}"))
+                .join(&volume.name)
+        };
+        let (path, read_only, files) = if let Some(host) = &volume.host_path {
+            let path = PathBuf::from(&host.path);
+            out.host_paths.insert(
+                volume.name.clone(),
+                HostPath {
+                    path,
+                    read_only: false,
+                    managed: false,
+                },
+            );
+            continue;
+        } else if volume.empty_dir.is_some() {
+            (dir("empty-dir"), false, None)
+        } else if let Some(cm) = &volume.config_map {
+            let files = api
+                .config_map(&cm.name, cm.items.as_deref(), cm.optional)
+                .await
+                .map_err(fail)?;
+            (dir("configmap"), true, Some(files))
+        } else if let Some(secret) = &volume.secret {
+            let name = secret.secret_name.clone().unwrap_or_default();
+            let files = api
+                .secret(&name, secret.items.as_deref(), secret.optional)
+                .await
+                .map_err(fail)?;
+            (dir("secret"), true, Some(files))
+        } else if let Some(d) = &volume.downward_api {
+            let files = downward_files(pod, d.items.as_deref().unwrap_or_default(), downward)
+                .map_err(fail)?;
+            (dir("downward-api"), true, Some(files))
+        } else if let Some(projected) = &volume.projected {
+            let mut files = Files::new();
+            for source in projected.sources.iter().flatten() {
+                let more = if let Some(cm) = &source.config_map {
+                    api.config_map(&cm.name, cm.items.as_deref(), cm.optional)
+                        .await
+                } else if let Some(s) = &source.secret {
+                    api.secret(&s.name, s.items.as_deref(), s.optional).await
+                } else if let Some(d) = &source.downward_api {
+                    downward_files(pod, d.items.as_deref().unwrap_or_default(), downward)
+                } else if let Some(token) = &source.service_account_token {
+                    match relative(&token.path) {
+                        Ok(path) => api
+                            .token(pod, token.audience.clone(), token.expiration_seconds)
+                            .await
+                            .map(|t| Files::from([(path, t.into_bytes())])),
+                        Err(e) => Err(e),
+                    }
+                } else {
+                    Err("projected volume source not supported by nodeconform-agent".into())
+                };
+                files.extend(more.map_err(fail)?);
+            }
+            (dir("projected"), true, Some(files))
+        } else {
+            return Err(fail(
+                "volume type not supported by nodeconform-agent".into(),
+            ));
+        };
+        out.host_paths.insert(
+            volume.name.clone(),
+            HostPath {
+                path: path.clone(),
+                read_only,
+                managed: true,
+            },
+        );
+        writes.push((path, files));
+    }
+    if !writes.is_empty() {
+        let failed = tokio::task::spawn_blocking(move || write_all(writes))
+            .await
+            .unwrap_or_else(|e| Err(("".into(), std::io::Error::other(e))));
+        if let Err((path, error)) = failed {
+            return Err(MountError {
+                volume: path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                message: format!("writing {}: {error}", path.display()),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Creates each volume directory; an API-backed volume's files replace its old ones.
+fn write_all(writes: Vec<(PathBuf, Option<Files>)>) -> Result<(), (PathBuf, std::io::Error)> {
+    for (dir, files) in writes {
+        let at = |e| (dir.clone(), e);
+        let Some(files) = files else {
+            std::fs::create_dir_all(&dir).map_err(at)?;
+            continue;
+        };
+        // Written beside the volume and swapped in, so a reader sees old or new files.
+        let staged = dir.with_extension("new");
+        let _ = std::fs::remove_dir_all(&staged);
+        std::fs::create_dir_all(&staged).map_err(at)?;
+        for (path, content) in files {
+            let file = staged.join(path);
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent).map_err(at)?;
+            }
+            std::fs::write(&file, content).map_err(at)?;
+        }
+        let old = dir.with_extension("old");
+        if dir.exists() {
+            std::fs::rename(&dir, &old).map_err(at)?;
+        }
+        std::fs::rename(&staged, &dir).map_err(at)?;
+        let _ = std::fs::remove_dir_all(&old);
+    }
+    Ok(())
+}
+
+/// Removes every volume of the pod whose directory is `pod_dir` (`TearDown`).
+pub async fn tear_down(pod_dir: PathBuf) {
+    let dir = pod_dir.join("volumes");
+    let result = tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    })
+    .await;
+    if let Ok(Err(error)) = result {
+        tracing::warn!(%error, "tearing down volumes");
+    }
+}
+
+impl Volumes {
+    /// The CRI mounts for `container`'s `volumeMounts` (`makeMounts`), creating a
+    /// missing `subPath` directory inside a volume the agent made; `Err` is the
+    /// message of a `CreateContainerConfigError`.
+    pub async fn mounts(
+        &self,
+        container: &Container,
+        env: &[(String, String)],
+    ) -> Result<Vec<cri::Mount>, String> {
+        let mut mounts = Vec::new();
+        for m in container.volume_mounts.iter().flatten() {
+            let Some(volume) = self.host_paths.get(&m.name) else {
+                return Err(format!(
+                    "cannot find volume {:?} to mount into container {:?}",
+                    m.name, container.name
+                ));
+            };
+            let sub_path = match (&m.sub_path, &m.sub_path_expr) {
+                (Some(p), _) if !p.is_empty() => p.clone(),
+                (_, Some(expr)) => env::expand(expr, env),
+                _ => String::new(),
+            };
+            let host_path = if sub_path.is_empty() {
+                volume.path.clone()
+            } else {
+                let sub = relative(&sub_path).map_err(|e| format!("subPath {sub_path:?}: {e}"))?;
+                let path = volume.path.join(sub);
+                if volume.managed && !tokio::fs::try_exists(&path).await.unwrap_or(true) {
+                    tokio::fs::create_dir_all(&path)
+                        .await
+                        .map_err(|e| format!("creating subPath {sub_path:?}: {e}"))?;
+                }
+                path
+            };
+            let propagation = match m.mount_propagation.as_deref() {
+                Some("HostToContainer") => cri::MountPropagation::PropagationHostToContainer,
+                Some("Bidirectional") => cri::MountPropagation::PropagationBidirectional,
+                _ => cri::MountPropagation::PropagationPrivate,
+            };
+            mounts.push(cri::Mount {
+                container_path: m.mount_path.clone(),
+                host_path: host_path.to_string_lossy().into_owned(),
+                readonly: m.read_only == Some(true) || volume.read_only,
+                propagation: propagation.into(),
+                ..Default::default()
+            });
+        }
+        Ok(mounts)
+    }
+}
+
+/// A path from the spec as a relative path that stays inside its volume.
+fn relative(path: &str) -> Result<PathBuf, String> {
+    let p = Path::new(path);
+    if path.is_empty() || !p.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(format!(
+            "path {path:?} must be relative and may not contain '..'"
+        ));
+    }
+    Ok(p.to_path_buf())
+}
+
+/// The files of a ConfigMap or Secret's data: every key, or the `items` chosen.
+fn select(
+    data: BTreeMap<String, Vec<u8>>,
+    items: Option<&[KeyToPath]>,
+    optional: bool,
+    missing_key: &str,
+) -> Result<Files, String> {
+    match items {
+        None => data
+            .into_iter()
+            .map(|(k, v)| Ok((relative(&k)?, v)))
+            .collect(),
+        Some(items) => {
+            let mut files = Files::new();
+            for item in items {
+                match data.get(&item.key) {
+                    Some(v) => {
+                        files.insert(relative(&item.path)?, v.clone());
+                    }
+                    None if optional => {}
+                    None => return Err(format!("{missing_key}: {}", item.key)),
+                }
+            }
+            Ok(files)
+        }
+    }
+}
+
+fn downward_files(
+    pod: &Pod,
+    items: &[DownwardAPIVolumeFile],
+    downward: Downward<'_>,
+) -> Result<Files, String> {
+    let mut files = Files::new();
+    for item in items {
+        let Some(field) = &item.field_ref else {
+            return Err(format!(
+                "downward API volume file {:?}: only fieldRef is supported by nodeconform-agent",
+                item.path
+            ));
+        };
+        let map = match field.field_path.as_str() {
+            "metadata.labels" => Some(pod.metadata.labels.clone().unwrap_or_default()),
+            "metadata.annotations" => Some(pod.metadata.annotations.clone().unwrap_or_default()),
+            _ => None,
+        };
+        let value = match map {
+            // `fieldpath.FormatMap`: sorted `key="value"` lines, values quoted like Go's %q.
+            Some(map) => map
+                .iter()
+                .map(|(k, v)| format!("{k}={v:?}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            None => env::field_value(pod, &field.field_path, downward)
+                .ok_or_else(|| format!("unsupported fieldPath: {}", field.field_path))?,
+        };
+        files.insert(relative(&item.path)?, value.into_bytes());
+    }
+    Ok(files)
+}
+
+/// Reads the `kind` object `name`; `None` when it is missing and `optional`.
+async fn read<K>(api: &Api<K>, kind: &str, name: &str, optional: bool) -> Result<Option<K>, String>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.get_opt(name).await {
+        Ok(Some(object)) => Ok(Some(object)),
+        Ok(None) if optional => Ok(None),
+        Ok(None) => Err(format!("{kind} {name:?} not found")),
+        Err(e) => Err(format!("getting {kind} {name:?}: {e}")),
+    }
+}
+
+/// The API objects the volumes read, in the pod's namespace.
+struct Sources {
+    configmaps: Api<ConfigMap>,
+    secrets: Api<Secret>,
+    accounts: Api<ServiceAccount>,
+}
+
+impl Sources {
+    fn new(client: &kube::Client, pod: &Pod) -> Self {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        Self {
+            configmaps: Api::namespaced(client.clone(), ns),
+            secrets: Api::namespaced(client.clone(), ns),
+            accounts: Api::namespaced(client.clone(), ns),
+        }
+    }
+
+    async fn config_map(
+        &self,
+        name: &str,
+        items: Option<&[KeyToPath]>,
+        optional: Option<bool>,
+    ) -> Result<Files, String> {
+        let optional = optional == Some(true);
+        let Some(cm) = read(&self.configmaps, "configmap", name, optional).await? else {
+            return Ok(Files::new());
+        };
+        let mut data: BTreeMap<String, Vec<u8>> = cm
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.into_bytes()))
+            .collect();
+        data.extend(
+            cm.binary_data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.0)),
+        );
+        select(
+            data,
+            items,
+            optional,
+            "configmap references non-existent config key",
+        )
+    }
+
+    async fn secret(
+        &self,
+        name: &str,
+        items: Option<&[KeyToPath]>,
+        optional: Option<bool>,
+    ) -> Result<Files, String> {
+        let optional = optional == Some(true);
+        let Some(secret) = read(&self.secrets, "secret", name, optional).await? else {
+            return Ok(Files::new());
+        };
+        let data = secret
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.0))
+            .collect();
+        select(data, items, optional, "references non-existent secret key")
+    }
+
+    /// A token for the pod's service account, bound to the pod (TokenRequest).
+    async fn token(
+        &self,
+        pod: &Pod,
+        audience: Option<String>,
+        expiration_seconds: Option<i64>,
+    ) -> Result<String, String> {
+        let account = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.service_account_name.clone())
+            .unwrap_or_else(|| "default".into());
+        let request = TokenRequest {
+            spec: TokenRequestSpec {
+                audiences: audience.into_iter().collect(),
+                expiration_seconds,
+                bound_object_ref: Some(BoundObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("Pod".into()),
+                    name: pod.metadata.name.clone(),
+                    uid: pod.metadata.uid.clone(),
+                }),
+            },
+            ..Default::default()
+        };
+        self.accounts
+            .create_token_request(&account, &PostParams::default(), &request)
+            .await
+            .map(|t| t.status.map(|s| s.token).unwrap_or_default())
+            .map_err(|e| format!("requesting a token for service account {account:?}: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::VolumeMount;
+
+    #[test]
+    fn spec_paths_stay_inside_the_volume() {
+        assert_eq!(relative("a/b"), Ok(PathBuf::from("a/b")));
+        for bad in ["", "/etc/passwd", "../x", "a/../../x", "./a"] {
+            assert!(relative(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn items_pick_keys_and_a_missing_key_fails_unless_optional() {
+        let data = BTreeMap::from([("a".to_owned(), b"1".to_vec())]);
+        let item = |key: &str, path: &str| KeyToPath {
+            key: key.into(),
+            path: path.into(),
+            mode: None,
+        };
+        let picked = select(data.clone(), Some(&[item("a", "dir/x")]), false, "missing").unwrap();
+        assert_eq!(
+            picked,
+            Files::from([(PathBuf::from("dir/x"), b"1".to_vec())])
+        );
+        let missing = [item("b", "y")];
+        assert_eq!(
+            select(
+                data.clone(),
+                Some(&missing),
+                false,
+                "configmap references non-existent config key"
+            ),
+            Err("configmap references non-existent config key: b".into())
+        );
+        assert_eq!(select(data, Some(&missing), true, "m"), Ok(Files::new()));
+    }
+
+    #[tokio::test]
+    async fn mounts_follow_volume_mounts() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = |name: &str, read_only: bool| HostPath {
+            path: dir.path().join(name),
+            read_only,
+            managed: true,
+        };
+        let volumes = Volumes {
+            host_paths: HashMap::from([
+                ("cfg".to_owned(), host("cfg", true)),
+                ("data".to_owned(), host("data", false)),
+            ]),
+        };
+        let mount = |name: &str, path: &str| VolumeMount {
+            name: name.into(),
+            mount_path: path.into(),
+            ..Default::default()
+        };
+        let container = Container {
+            name: "c".into(),
+            volume_mounts: Some(vec![
+                mount("cfg", "/etc/cfg"),
+                VolumeMount {
+                    sub_path_expr: Some("$(POD)".into()),
+                    ..mount("data", "/data")
+                },
+            ]),
+            ..Default::default()
+        };
+        let env = [("POD".to_owned(), "p1".to_owned())];
+        let mounts = volumes.mounts(&container, &env).await.unwrap();
+        let at = |p: &str| dir.path().join(p).to_string_lossy().into_owned();
+        assert_eq!(
+            mounts
+                .iter()
+                .map(|m| (m.container_path.as_str(), m.host_path.clone(), m.readonly))
+                .collect::<Vec<_>>(),
+            [
+                ("/etc/cfg", at("cfg"), true),
+                ("/data", at("data/p1"), false)
+            ]
+        );
+        assert!(
+            dir.path().join("data/p1").is_dir(),
+            "the subPath was created"
+        );
+        let unknown = Container {
+            volume_mounts: Some(vec![mount("nope", "/x")]),
+            ..container
+        };
+        assert!(volumes.mounts(&unknown, &env).await.is_err());
+    }
+}
