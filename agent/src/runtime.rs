@@ -427,12 +427,32 @@ impl Runtime {
         &self.log_root
     }
 
-    async fn call<T>(
+    /// One CRI call with its timeout and metrics. The tonic future is boxed before
+    /// anything holds it: a `CreateContainer` call's state is ~30 KB, and unboxed it
+    /// would be part of every pod worker's sync future, copied and allocated at
+    /// every sync, in flight or not.
+    fn call<'a, T>(
+        &'a self,
+        op: &'static str,
+        target: impl FnOnce() -> String + 'a,
+        timeout: Option<Duration>,
+        fut: impl Future<Output = Result<tonic::Response<T>, tonic::Status>> + Send + 'a,
+    ) -> impl Future<Output = Result<T>> + 'a
+    where
+        T: 'a,
+    {
+        let fut = Box::pin(fut);
+        self.finish_call(op, target, timeout, fut)
+    }
+
+    async fn finish_call<T>(
         &self,
         op: &'static str,
         target: impl FnOnce() -> String,
         timeout: Option<Duration>,
-        fut: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+        fut: std::pin::Pin<
+            Box<dyn Future<Output = Result<tonic::Response<T>, tonic::Status>> + Send + '_>,
+        >,
     ) -> Result<T> {
         let timeout = timeout.unwrap_or(self.timeout);
         let result = match tokio::time::timeout(timeout, fut).await {
