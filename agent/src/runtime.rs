@@ -436,40 +436,27 @@ impl Runtime {
         op: &'static str,
         target: impl FnOnce() -> String + 'a,
         timeout: Option<Duration>,
-        fut: impl Future<Output = Result<tonic::Response<T>, tonic::Status>> + Send + 'a,
-    ) -> impl Future<Output = Result<T>> + 'a
-    where
-        T: 'a,
-    {
+        fut: impl Future<Output = Result<tonic::Response<T>, tonic::Status>> + 'a,
+    ) -> impl Future<Output = Result<T>> + 'a {
         let fut = Box::pin(fut);
-        self.finish_call(op, target, timeout, fut)
-    }
-
-    async fn finish_call<T>(
-        &self,
-        op: &'static str,
-        target: impl FnOnce() -> String,
-        timeout: Option<Duration>,
-        fut: std::pin::Pin<
-            Box<dyn Future<Output = Result<tonic::Response<T>, tonic::Status>> + Send + '_>,
-        >,
-    ) -> Result<T> {
-        let timeout = timeout.unwrap_or(self.timeout);
-        let result = match tokio::time::timeout(timeout, fut).await {
-            Ok(Ok(resp)) => Ok(resp.into_inner()),
-            Ok(Err(source)) => Err(Error::Rpc {
-                op,
-                target: target(),
-                source,
-            }),
-            Err(_) => Err(Error::Timeout {
-                op,
-                target: target(),
-                timeout,
-            }),
-        };
-        self.metrics.cri_call(op, result.is_ok());
-        result
+        async move {
+            let timeout = timeout.unwrap_or(self.timeout);
+            let result = match tokio::time::timeout(timeout, fut).await {
+                Ok(Ok(resp)) => Ok(resp.into_inner()),
+                Ok(Err(source)) => Err(Error::Rpc {
+                    op,
+                    target: target(),
+                    source,
+                }),
+                Err(_) => Err(Error::Timeout {
+                    op,
+                    target: target(),
+                    timeout,
+                }),
+            };
+            self.metrics.cri_call(op, result.is_ok());
+            result
+        }
     }
 
     /// `Version`: runtime name and version.
@@ -1007,8 +994,6 @@ impl Runtime {
         }
     }
 
-    /// The host file for a container's termination message, beside its log:
-    /// `<pods>/<namespace>_<name>_<uid>/<container>/<restart>.termination-log`.
     /// The pod's directory (`<namespace>_<name>_<uid>`): container logs,
     /// termination-message files and volumes.
     pub fn pod_dir(&self, pod: &Pod) -> PathBuf {
@@ -1021,6 +1006,8 @@ impl Runtime {
         ))
     }
 
+    /// The host file for a container's termination message, beside its log:
+    /// `<pods>/<namespace>_<name>_<uid>/<container>/<restart>.termination-log`.
     fn termination_file(&self, pod: &Pod, container: &str, restart_count: i32) -> PathBuf {
         self.pod_dir(pod)
             .join(container)
