@@ -8,6 +8,8 @@
 //! A missing ConfigMap, Secret or key that is not `optional` fails the
 //! container start with the kubelet's message (`CreateContainerConfigError`).
 //! `resourceFieldRef` is not supported: such a variable is left out.
+//! [`Sources`] reads the ConfigMaps and Secrets (the volume manager reads its
+//! ConfigMap and Secret volumes through it too).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -32,11 +34,7 @@ pub async fn resolve(
     downward: Downward<'_>,
 ) -> Result<Vec<(String, String)>, String> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-    let mut sources = Sources {
-        configmaps: Api::namespaced(client.clone(), namespace),
-        secrets: Api::namespaced(client.clone(), namespace),
-        read: HashMap::new(),
-    };
+    let mut sources = Sources::new(client, namespace);
     let mut env: Vec<(String, String)> = Vec::new();
     for from in container.env_from.iter().flatten() {
         let prefix = from.prefix.clone().unwrap_or_default();
@@ -58,7 +56,7 @@ pub async fn resolve(
             continue;
         };
         for (key, value) in data {
-            set(&mut env, format!("{prefix}{key}"), value);
+            set(&mut env, format!("{prefix}{key}"), lossy(&value));
         }
     }
     for var in container.env.iter().flatten() {
@@ -76,7 +74,7 @@ pub async fn resolve(
                     let optional = key.optional == Some(true);
                     match sources.configmap(&key.name).await? {
                         Some(data) => match data.get(&key.key) {
-                            Some(v) => v.clone(),
+                            Some(v) => lossy(v),
                             None if optional => continue,
                             None => {
                                 return Err(format!(
@@ -92,7 +90,7 @@ pub async fn resolve(
                     let optional = key.optional == Some(true);
                     match sources.secret(&key.name).await? {
                         Some(data) => match data.get(&key.key) {
-                            Some(v) => v.clone(),
+                            Some(v) => lossy(v),
                             None if optional => continue,
                             None => {
                                 return Err(format!(
@@ -123,56 +121,66 @@ fn set(env: &mut Vec<(String, String)>, name: String, value: String) {
     }
 }
 
-/// Where ConfigMaps and Secrets are read, each once per container start.
-struct Sources {
+/// A value from a ConfigMap or Secret as an environment variable's (lossy UTF-8).
+fn lossy(value: &[u8]) -> String {
+    String::from_utf8_lossy(value).into_owned()
+}
+
+/// The data of a ConfigMap or Secret: key → bytes.
+pub type Data = BTreeMap<String, Vec<u8>>;
+
+/// Where the ConfigMaps and Secrets of one namespace are read, each once per
+/// user (a container start, a pod's volume set-up).
+#[derive(Debug)]
+pub struct Sources {
     configmaps: Api<ConfigMap>,
     secrets: Api<Secret>,
     /// What was read, by `(is a Secret, name)`.
-    read: HashMap<(bool, String), Option<BTreeMap<String, String>>>,
+    read: HashMap<(bool, String), Option<Data>>,
 }
 
 impl Sources {
-    /// A ConfigMap's data (binary data as lossy UTF-8); `None` if it does not exist.
-    async fn configmap(&mut self, name: &str) -> Result<Option<BTreeMap<String, String>>, String> {
+    /// Reads from `namespace`.
+    pub fn new(client: &kube::Client, namespace: &str) -> Self {
+        Self {
+            configmaps: Api::namespaced(client.clone(), namespace),
+            secrets: Api::namespaced(client.clone(), namespace),
+            read: HashMap::new(),
+        }
+    }
+
+    /// A ConfigMap's data and binary data; `None` if it does not exist.
+    pub async fn configmap(&mut self, name: &str) -> Result<Option<Data>, String> {
         self.data(false, name).await
     }
 
     /// A Secret's data (and stringData), decoded; `None` if it does not exist.
-    async fn secret(&mut self, name: &str) -> Result<Option<BTreeMap<String, String>>, String> {
+    pub async fn secret(&mut self, name: &str) -> Result<Option<Data>, String> {
         self.data(true, name).await
     }
 
-    async fn data(
-        &mut self,
-        secret: bool,
-        name: &str,
-    ) -> Result<Option<BTreeMap<String, String>>, String> {
+    async fn data(&mut self, secret: bool, name: &str) -> Result<Option<Data>, String> {
         let key = (secret, name.to_owned());
         if let Some(known) = self.read.get(&key) {
             return Ok(known.clone());
         }
-        let lossy = |b: k8s_openapi::ByteString| String::from_utf8_lossy(&b.0).into_owned();
+        let bytes = |(k, v): (String, k8s_openapi::ByteString)| (k, v.0);
         let data = if secret {
             let found = self.secrets.get_opt(name).await;
             let found = found.map_err(|e| format!("reading secret {name:?}: {e}"))?;
             found.map(|s| {
-                let mut data: BTreeMap<String, String> = s
-                    .data
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k, lossy(v)))
-                    .collect();
-                data.extend(s.string_data.unwrap_or_default());
+                let mut data: Data = s.data.unwrap_or_default().into_iter().map(bytes).collect();
+                let strings = s.string_data.unwrap_or_default().into_iter();
+                data.extend(strings.map(|(k, v)| (k, v.into_bytes())));
                 data
             })
         } else {
             let found = self.configmaps.get_opt(name).await;
             let found = found.map_err(|e| format!("reading configmap {name:?}: {e}"))?;
             found.map(|cm| {
-                let mut data = cm.data.unwrap_or_default();
-                for (k, v) in cm.binary_data.unwrap_or_default() {
-                    data.insert(k, lossy(v));
-                }
+                let strings = cm.data.unwrap_or_default().into_iter();
+                let mut data: Data = strings.map(|(k, v)| (k, v.into_bytes())).collect();
+                data.extend(cm.binary_data.unwrap_or_default().into_iter().map(bytes));
                 data
             })
         };

@@ -18,7 +18,7 @@ use std::path::{Component, Path, PathBuf};
 
 use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, DownwardAPIVolumeFile, KeyToPath, Pod, Secret, ServiceAccount, Volume,
+    Container, DownwardAPIVolumeFile, KeyToPath, Pod, ServiceAccount, Volume,
 };
 use kube::Api;
 use kube::api::PostParams;
@@ -81,7 +81,7 @@ pub async fn set_up(
 ) -> Result<Volumes, MountError> {
     let mut out = Volumes::default();
     let mut writes: Vec<(PathBuf, Option<Files>)> = Vec::new();
-    let api = Sources::new(client, pod);
+    let mut api = Sources::new(client, pod);
     for volume in volumes(pod) {
         let fail = |message: String| MountError {
             volume: volume.name.clone(),
@@ -285,7 +285,7 @@ fn relative(path: &str) -> Result<PathBuf, String> {
 
 /// The files of a ConfigMap or Secret's data: every key, or the `items` chosen.
 fn select(
-    data: BTreeMap<String, Vec<u8>>,
+    data: env::Data,
     items: Option<&[KeyToPath]>,
     optional: bool,
     missing_key: &str,
@@ -344,23 +344,9 @@ fn downward_files(
     Ok(files)
 }
 
-/// Reads the `kind` object `name`; `None` when it is missing and `optional`.
-async fn read<K>(api: &Api<K>, kind: &str, name: &str, optional: bool) -> Result<Option<K>, String>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    match api.get_opt(name).await {
-        Ok(Some(object)) => Ok(Some(object)),
-        Ok(None) if optional => Ok(None),
-        Ok(None) => Err(format!("{kind} {name:?} not found")),
-        Err(e) => Err(format!("getting {kind} {name:?}: {e}")),
-    }
-}
-
 /// The API objects the volumes read, in the pod's namespace.
 struct Sources {
-    configmaps: Api<ConfigMap>,
-    secrets: Api<Secret>,
+    objects: env::Sources,
     accounts: Api<ServiceAccount>,
 }
 
@@ -368,59 +354,42 @@ impl Sources {
     fn new(client: &kube::Client, pod: &Pod) -> Self {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         Self {
-            configmaps: Api::namespaced(client.clone(), ns),
-            secrets: Api::namespaced(client.clone(), ns),
+            objects: env::Sources::new(client, ns),
             accounts: Api::namespaced(client.clone(), ns),
         }
     }
 
     async fn config_map(
-        &self,
+        &mut self,
         name: &str,
         items: Option<&[KeyToPath]>,
         optional: Option<bool>,
     ) -> Result<Files, String> {
         let optional = optional == Some(true);
-        let Some(cm) = read(&self.configmaps, "configmap", name, optional).await? else {
-            return Ok(Files::new());
-        };
-        let mut data: BTreeMap<String, Vec<u8>> = cm
-            .data
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k, v.into_bytes()))
-            .collect();
-        data.extend(
-            cm.binary_data
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k, v.0)),
-        );
-        select(
-            data,
-            items,
-            optional,
-            "configmap references non-existent config key",
-        )
+        match self.objects.configmap(name).await? {
+            Some(data) => select(
+                data,
+                items,
+                optional,
+                "configmap references non-existent config key",
+            ),
+            None if optional => Ok(Files::new()),
+            None => Err(format!("configmap {name:?} not found")),
+        }
     }
 
     async fn secret(
-        &self,
+        &mut self,
         name: &str,
         items: Option<&[KeyToPath]>,
         optional: Option<bool>,
     ) -> Result<Files, String> {
         let optional = optional == Some(true);
-        let Some(secret) = read(&self.secrets, "secret", name, optional).await? else {
-            return Ok(Files::new());
-        };
-        let data = secret
-            .data
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k, v.0))
-            .collect();
-        select(data, items, optional, "references non-existent secret key")
+        match self.objects.secret(name).await? {
+            Some(data) => select(data, items, optional, "references non-existent secret key"),
+            None if optional => Ok(Files::new()),
+            None => Err(format!("secret {name:?} not found")),
+        }
     }
 
     /// A token for the pod's service account, bound to the pod (TokenRequest).
