@@ -797,11 +797,7 @@ impl Runtime {
                 attempt,
             }),
             hostname,
-            log_directory: self
-                .log_root
-                .join(format!("{namespace}_{name}_{uid}"))
-                .to_string_lossy()
-                .into_owned(),
+            log_directory: self.pod_dir(pod).to_string_lossy().into_owned(),
             labels,
             annotations,
             linux: Some(cri::LinuxPodSandboxConfig {
