@@ -537,6 +537,23 @@ fn report_failed(ctx: &Context, pod: &Pod, container: &str, why: &str) {
     );
 }
 
+/// A container that could not be created or started: the `Failed` event and
+/// the waiting reason its status shows until the retry.
+fn start_failed(
+    ctx: &Context,
+    state: &mut PodState,
+    pod: &Pod,
+    container: &Container,
+    reason: &str,
+    message: String,
+) {
+    report_failed(ctx, pod, &container.name, &message);
+    let reason = reason.to_owned();
+    state
+        .reasons
+        .insert(container.name.clone(), Reason { reason, message });
+}
+
 /// Starts one container (`startContainer`), gated by back-off; true if it started.
 #[allow(clippy::too_many_arguments)]
 async fn start(
@@ -613,6 +630,8 @@ async fn start(
         state.reasons.insert(container.name.clone(), reason);
         return Ok(false);
     }
+    // A failure from here on is retried after the first crash back-off step.
+    let retry_at = now + ctx.timings.crash_backoff_initial;
     // `generateContainerConfig`: the environment, then the mounts (a `subPathExpr`
     // expands against the environment); either failing is a CreateContainerConfigError.
     let volumes = state.volumes.as_ref().map(|(v, _)| v);
@@ -627,15 +646,15 @@ async fn start(
     let (env, mounts) = match prepared.await {
         Ok(prepared) => prepared,
         Err(message) => {
-            report_failed(ctx, pod, &container.name, &message);
-            state.reasons.insert(
-                container.name.clone(),
-                Reason {
-                    reason: "CreateContainerConfigError".into(),
-                    message,
-                },
+            start_failed(
+                ctx,
+                state,
+                pod,
+                container,
+                "CreateContainerConfigError",
+                message,
             );
-            *wake = earliest(*wake, now + ctx.timings.crash_backoff_initial);
+            *wake = earliest(*wake, retry_at);
             return Ok(false);
         }
     };
@@ -659,28 +678,16 @@ async fn start(
             id
         }
         Err(error) => {
-            report_failed(ctx, pod, &container.name, &error.short_message());
-            state.reasons.insert(
-                container.name.clone(),
-                Reason {
-                    reason: "CreateContainerError".into(),
-                    message: error.short_message(),
-                },
-            );
-            *wake = earliest(*wake, now + ctx.timings.crash_backoff_initial);
+            let message = error.short_message();
+            start_failed(ctx, state, pod, container, "CreateContainerError", message);
+            *wake = earliest(*wake, retry_at);
             return Ok(false);
         }
     };
     if let Err(error) = ctx.runtime.start_container(&id).await {
-        report_failed(ctx, pod, &container.name, &error.short_message());
-        state.reasons.insert(
-            container.name.clone(),
-            Reason {
-                reason: "RunContainerError".into(),
-                message: error.short_message(),
-            },
-        );
-        *wake = earliest(*wake, now + ctx.timings.crash_backoff_initial);
+        let message = error.short_message();
+        start_failed(ctx, state, pod, container, "RunContainerError", message);
+        *wake = earliest(*wake, retry_at);
         // The container exists (created or exited): the status shows it.
         return Ok(true);
     }
