@@ -29,6 +29,7 @@
 //! # Ok(()) }
 //! ```
 
+mod authority;
 pub mod bench;
 mod container;
 pub mod control;

@@ -5,12 +5,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::TryStreamExt;
 use nodeconform_cri::{ImageServiceServer, RuntimeServiceServer};
 use tokio::net::UnixListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::UnixListenerStream;
 
+use crate::authority::Normalized;
 use crate::control::{self, Control};
 use crate::error::StartError;
 use crate::runtime::{CgroupDriver, Config, Runtime};
@@ -90,7 +92,7 @@ impl Builder {
                     .max_encoding_message_size(MAX_MESSAGE),
             )
             .serve_with_incoming_shutdown(
-                UnixListenerStream::new(listener),
+                UnixListenerStream::new(listener).map_ok(Normalized::new),
                 stopped(shutdown.subscribe()),
             );
         let mut tasks = vec![tokio::spawn(async move {
