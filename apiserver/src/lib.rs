@@ -5,7 +5,8 @@
 //! bearer tokens from [`auth`]) and hands each request to [`handlers`], which resolves the
 //! path ([`request`]) against the resource table ([`resources`]) and calls the
 //! [`registry`]: create/update/delete with upstream's rules ([`strategy`] for per-resource
-//! defaults (the pod QoS class compares [`quantity`]s) and status/spec separation, graceful deletion, finalizers, namespaces) over the
+//! rules (the pod QoS class compares [`quantity`]s) and status/spec separation, [`defaults`]
+//! for kube-apiserver's defaulting, graceful deletion, finalizers, namespaces) over the
 //! [`store`] (JSON objects, one global `resourceVersion`, bounded event history). Reads go
 //! through [`selectors`]; watches through [`watch`]; patches through [`patch`] and
 //! [`strategic`]; `kubectl get` tables through [`table`]; discovery through [`discovery`]
@@ -27,6 +28,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+pub mod defaults;
 pub mod discovery;
 pub mod events;
 pub mod handlers;

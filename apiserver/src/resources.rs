@@ -95,6 +95,8 @@ const COMMON_MERGE: &[(&str, ListMerge)] = &[
     ("metadata.ownerReferences", ListMerge::Key("uid")),
 ];
 
+/// The pod's merged lists, from the `patchStrategy:"merge"` tags of `k8s.io/api/core/v1`.
+/// The container status lists carry no tag: they are atomic, replaced whole by a patch.
 const CONTAINER_MERGE: &[(&str, ListMerge)] = &[
     ("spec.containers", ListMerge::Key("name")),
     ("spec.containers.env", ListMerge::Key("name")),
@@ -111,16 +113,34 @@ const CONTAINER_MERGE: &[(&str, ListMerge)] = &[
         "spec.initContainers.volumeMounts",
         ListMerge::Key("mountPath"),
     ),
+    (
+        "spec.initContainers.volumeDevices",
+        ListMerge::Key("devicePath"),
+    ),
     ("spec.ephemeralContainers", ListMerge::Key("name")),
+    ("spec.ephemeralContainers.env", ListMerge::Key("name")),
+    (
+        "spec.ephemeralContainers.ports",
+        ListMerge::Key("containerPort"),
+    ),
+    (
+        "spec.ephemeralContainers.volumeMounts",
+        ListMerge::Key("mountPath"),
+    ),
+    (
+        "spec.ephemeralContainers.volumeDevices",
+        ListMerge::Key("devicePath"),
+    ),
     ("spec.volumes", ListMerge::Key("name")),
     ("spec.imagePullSecrets", ListMerge::Key("name")),
     ("spec.hostAliases", ListMerge::Key("ip")),
+    (
+        "spec.topologySpreadConstraints",
+        ListMerge::Key("topologyKey"),
+    ),
     ("spec.schedulingGates", ListMerge::Key("name")),
     ("spec.resourceClaims", ListMerge::Key("name")),
     ("status.conditions", ListMerge::Key("type")),
-    ("status.containerStatuses", ListMerge::Key("name")),
-    ("status.initContainerStatuses", ListMerge::Key("name")),
-    ("status.ephemeralContainerStatuses", ListMerge::Key("name")),
     ("status.podIPs", ListMerge::Key("ip")),
     ("status.hostIPs", ListMerge::Key("ip")),
     ("status.resourceClaimStatuses", ListMerge::Key("name")),
@@ -430,5 +450,6 @@ mod tests {
         );
         assert_eq!(PODS.list_merge("metadata.finalizers"), Some(ListMerge::Set));
         assert_eq!(PODS.list_merge("spec.tolerations"), None);
+        assert_eq!(PODS.list_merge("status.containerStatuses"), None);
     }
 }

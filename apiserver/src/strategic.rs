@@ -128,11 +128,9 @@ fn merge_map(
                         }
                     }
                 }
+                // Atomic: the patch's list, directives and nulls removed, is the new list.
                 None => {
-                    *o = p
-                        .iter()
-                        .map(|v| clean(resource, v, &sub))
-                        .collect::<Result<_>>()?
+                    orig.insert(key.clone(), clean(resource, value, &sub)?);
                 }
             },
             _ => {
@@ -261,18 +259,93 @@ mod tests {
     }
 
     #[test]
-    fn container_statuses_by_name_and_delete_directive() {
-        let mut pod = json!({"status": {"containerStatuses": [{"name": "a", "ready": false}, {"name": "b"}]},
+    fn keyed_items_merge_and_delete_directive() {
+        let mut pod = json!({"spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b"}]},
                              "metadata": {"finalizers": ["x"]}});
-        let patch = json!({"status": {"containerStatuses": [{"name": "a", "ready": true}, {"name": "b", "$patch": "delete"}]},
+        let patch = json!({"spec": {"containers": [{"name": "a", "image": "y"}, {"name": "b", "$patch": "delete"}]},
                            "metadata": {"finalizers": ["y", "x"], "labels": {"l": "v"}}});
         apply(&PODS, &mut pod, &patch).unwrap();
         assert_eq!(
-            pod["status"]["containerStatuses"],
-            json!([{"name": "a", "ready": true}])
+            pod["spec"]["containers"],
+            json!([{"name": "a", "image": "y"}])
         );
         assert_eq!(pod["metadata"]["finalizers"], json!(["x", "y"]));
         assert_eq!(pod["metadata"]["labels"]["l"], "v");
+    }
+
+    /// The status patches kubelet 1.28 sends (`CreateTwoWayMergePatch` of old and new
+    /// status against `v1.Pod`): conditions merge by `type` with `$setElementOrder`, fields a
+    /// condition lost are `null`, and `containerStatuses`, which has no patch strategy,
+    /// comes whole and replaces the stored list.
+    #[test]
+    fn kubelet_pod_status_patches_store_what_kube_apiserver_stores() {
+        let order = json!([{"type": "Initialized"}, {"type": "Ready"},
+                           {"type": "ContainersReady"}, {"type": "PodScheduled"}]);
+        let creating = json!({"metadata": {"uid": "u"}, "status": {
+            "phase": "Pending", "qosClass": "BestEffort", "startTime": "2026-11-25T00:00:00Z",
+            "conditions": [
+                {"type": "Initialized", "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-11-25T00:00:00Z"},
+                {"type": "Ready", "status": "False", "lastProbeTime": null, "lastTransitionTime": "2026-11-25T00:00:00Z",
+                 "reason": "ContainersNotReady", "message": "containers with unready status: [c]"},
+                {"type": "ContainersReady", "status": "False", "lastProbeTime": null, "lastTransitionTime": "2026-11-25T00:00:00Z",
+                 "reason": "ContainersNotReady", "message": "containers with unready status: [c]"},
+                {"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-11-25T00:00:00Z"}],
+            "containerStatuses": [{"name": "c", "image": "busybox", "imageID": "", "ready": false,
+                "restartCount": 0, "started": false, "lastState": {},
+                "state": {"waiting": {"reason": "ContainerCreating"}}}]}});
+        let mut pod = creating.clone();
+
+        let running = json!({"name": "c", "image": "busybox:latest", "imageID": "sha256:1",
+            "containerID": "containerd://1", "ready": true, "restartCount": 0, "started": true,
+            "lastState": {}, "state": {"running": {"startedAt": "2026-11-25T00:00:01Z"}}});
+        let patch = json!({"metadata": {"uid": "u"}, "status": {
+            "$setElementOrder/conditions": order,
+            "conditions": [
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-25T00:00:01Z", "message": null, "reason": null},
+                {"type": "ContainersReady", "status": "True", "lastTransitionTime": "2026-11-25T00:00:01Z", "message": null, "reason": null}],
+            "containerStatuses": [running],
+            "hostIP": "10.0.0.1", "phase": "Running", "podIP": "10.88.0.2", "podIPs": [{"ip": "10.88.0.2"}]}});
+        apply(&PODS, &mut pod, &patch).unwrap();
+        assert_eq!(pod["status"]["containerStatuses"], json!([running]));
+        assert_eq!(
+            pod["status"]["conditions"][1],
+            json!({"type": "Ready", "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-11-25T00:00:01Z"})
+        );
+        assert_eq!(pod["status"]["podIPs"], json!([{"ip": "10.88.0.2"}]));
+
+        let terminated = json!({"name": "c", "image": "busybox:latest", "imageID": "sha256:1",
+            "containerID": "containerd://1", "ready": false, "restartCount": 0, "started": false,
+            "lastState": {}, "state": {"terminated": {"exitCode": 1, "reason": "Error",
+                "containerID": "containerd://1", "startedAt": "2026-11-25T00:00:01Z",
+                "finishedAt": "2026-11-25T00:00:02Z"}}});
+        let patch = json!({"metadata": {"uid": "u"}, "status": {
+            "$setElementOrder/conditions": order,
+            "conditions": [
+                {"type": "Ready", "status": "False", "lastTransitionTime": "2026-11-25T00:00:02Z", "reason": "PodFailed"},
+                {"type": "ContainersReady", "status": "False", "lastTransitionTime": "2026-11-25T00:00:02Z", "reason": "PodFailed"}],
+            "containerStatuses": [terminated],
+            "phase": "Failed"}});
+        apply(&PODS, &mut pod, &patch).unwrap();
+        assert_eq!(
+            pod["status"]["containerStatuses"][0]["state"], terminated["state"],
+            "only the terminated state is left: no running, no waiting"
+        );
+        assert_eq!(pod["status"]["phase"], "Failed");
+        assert_eq!(pod["status"]["conditions"][1]["reason"], "PodFailed");
+        assert_eq!(pod["status"]["conditions"][0]["type"], "Initialized");
+
+        // A crash loop: the terminated state moves to lastState, the container waits.
+        let mut pod = creating;
+        let backoff = json!({"name": "c", "image": "busybox:latest", "imageID": "sha256:1",
+            "containerID": "containerd://1", "ready": false, "restartCount": 1, "started": false,
+            "lastState": {"terminated": terminated["state"]["terminated"].clone()},
+            "state": {"waiting": {"reason": "CrashLoopBackOff",
+                "message": "back-off 10s restarting failed container=c pod=p_ns(u)"}}});
+        let patch = json!({"metadata": {"uid": "u"}, "status": {
+            "$setElementOrder/conditions": order,
+            "containerStatuses": [backoff], "phase": "Running"}});
+        apply(&PODS, &mut pod, &patch).unwrap();
+        assert_eq!(pod["status"]["containerStatuses"], json!([backoff]));
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use crate::defaults;
 use crate::meta;
 use crate::quantity::{self, Quantity};
 use crate::resources::{self, Resource};
@@ -105,8 +106,9 @@ pub fn prepare_for_create(resource: &Resource, mut obj: Value, namespace: &str) 
     if has_spec(resource, &obj) {
         meta::set(&mut obj, "generation", 1);
     }
+    defaults::apply(resource, &mut obj);
     if std::ptr::eq(resource, &resources::PODS) {
-        pod_defaults(&mut obj)?;
+        pod_create(&mut obj)?;
     } else if std::ptr::eq(resource, &resources::NAMESPACES) {
         meta::metadata_mut(&mut obj)
             .entry("labels")
@@ -115,8 +117,6 @@ pub fn prepare_for_create(resource: &Resource, mut obj: Value, namespace: &str) 
             .map(|l| l.insert("kubernetes.io/metadata.name".into(), name.clone().into()));
         obj["spec"] = json!({"finalizers": ["kubernetes"]});
         obj["status"] = json!({"phase": "Active"});
-    } else if std::ptr::eq(resource, &resources::SECRETS) && obj.get("type").is_none() {
-        obj["type"] = "Opaque".into();
     }
     Ok(obj)
 }
@@ -148,18 +148,6 @@ fn validate_name(resource: &Resource, name: &str) -> Result<()> {
                  end with an alphanumeric character"
             ),
         })
-    }
-}
-
-fn image_pull_policy(image: &str) -> &'static str {
-    let last = image.rsplit('/').next().unwrap_or(image);
-    if image.contains('@') {
-        "IfNotPresent"
-    } else {
-        match last.split_once(':') {
-            Some((_, "latest")) | None => "Always",
-            Some(_) => "IfNotPresent",
-        }
     }
 }
 
@@ -221,13 +209,12 @@ fn qos_class(spec: &Map<String, Value>) -> Result<&'static str> {
     })
 }
 
-/// Upstream's pod defaulting (`SetDefaults_Pod`, `SetDefaults_Container`) for the fields a
-/// node agent reads, and the create-time status.
-fn pod_defaults(pod: &mut Value) -> Result<()> {
+/// A new pod: it has containers, the admission plugins' fields and its create-time status.
+fn pod_create(pod: &mut Value) -> Result<()> {
     let name = meta::str_field(pod, "name").to_string();
     let spec = pod
-        .get_mut("spec")
-        .and_then(Value::as_object_mut)
+        .get("spec")
+        .and_then(Value::as_object)
         .ok_or_else(|| Error::Invalid {
             resource: &resources::PODS,
             name: name.clone(),
@@ -244,51 +231,10 @@ fn pod_defaults(pod: &mut Value) -> Result<()> {
             detail: "spec.containers: Required value".into(),
         });
     }
-    let defaults: [(&str, Value); 8] = [
-        ("restartPolicy", "Always".into()),
-        ("terminationGracePeriodSeconds", 30.into()),
-        ("dnsPolicy", "ClusterFirst".into()),
-        ("schedulerName", "default-scheduler".into()),
-        ("securityContext", json!({})),
-        ("enableServiceLinks", true.into()),
-        ("serviceAccountName", "default".into()),
-        ("preemptionPolicy", "PreemptLowerPriority".into()),
-    ];
-    for (k, v) in defaults {
-        spec.entry(k).or_insert(v);
-    }
-    spec.entry("priority").or_insert(0.into());
-    for list in ["containers", "initContainers"] {
-        if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
-            for c in containers.iter_mut().filter_map(Value::as_object_mut) {
-                container_defaults(c);
-            }
-        }
-    }
     let qos = qos_class(spec)?;
+    defaults::admit_pod(pod);
     pod["status"] = json!({"phase": "Pending", "qosClass": qos});
     Ok(())
-}
-
-fn container_defaults(c: &mut Map<String, Value>) {
-    let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-    let policy = image_pull_policy(image);
-    c.entry("imagePullPolicy").or_insert(policy.into());
-    c.entry("terminationMessagePath")
-        .or_insert("/dev/termination-log".into());
-    c.entry("terminationMessagePolicy").or_insert("File".into());
-    let resources = c.entry("resources").or_insert(json!({}));
-    // `SetDefaults_Pod`: a limit without a request is also the request.
-    if let Some(limits) = resources.get("limits").and_then(Value::as_object).cloned()
-        && let Some(requests) = resources
-            .as_object_mut()
-            .map(|r| r.entry("requests").or_insert(json!({})))
-            .and_then(Value::as_object_mut)
-    {
-        for (k, v) in limits {
-            requests.entry(k).or_insert(v);
-        }
-    }
 }
 
 /// Pod spec fields upstream lets an update change (`ValidatePodUpdate`); everything else is
@@ -325,6 +271,7 @@ pub fn prepare_for_update(
     part: Part,
 ) -> Result<Value> {
     ensure_type(resource, &mut new)?;
+    defaults::apply(resource, &mut new);
     let name = meta::str_field(old, "name").to_string();
     let mut out = match part {
         Part::Status => {

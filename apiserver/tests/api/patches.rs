@@ -149,7 +149,9 @@ async fn kubelet_pod_status_patch_checks_uid() {
     let patch = json!({"metadata": {"uid": uid},
         "status": {"$setElementOrder/conditions": [{"type": "Initialized"}, {"type": "Ready"}],
                    "conditions": [{"type": "Ready", "status": "True"}],
-                   "containerStatuses": [{"name": "b", "ready": true, "restartCount": 0, "image": "i", "imageID": ""}],
+                   "containerStatuses": [
+                       {"name": "a", "ready": true, "restartCount": 0, "image": "i", "imageID": "", "state": {"running": {}}},
+                       {"name": "b", "ready": true, "restartCount": 0, "image": "i", "imageID": "", "state": {"running": {}}}],
                    "phase": "Running"}});
     let out = pods
         .patch_status("p", &PatchParams::default(), &Patch::Strategic(patch))
@@ -166,10 +168,23 @@ async fn kubelet_pod_status_patch_checks_uid() {
             .collect::<Vec<_>>(),
         ["Initialized=True", "Ready=True"]
     );
+    // `containerStatuses` has no patch strategy upstream: the patch's list replaces the
+    // stored one, so no `waiting` state survives next to `running`.
+    let states: Vec<_> = status
+        .container_statuses
+        .unwrap()
+        .into_iter()
+        .map(|c| {
+            let state = c.state.unwrap();
+            (c.name, state.running.is_some(), state.waiting.is_some())
+        })
+        .collect();
     assert_eq!(
-        status.container_statuses.unwrap().len(),
-        2,
-        "container statuses merge by name"
+        states,
+        [
+            ("a".to_string(), true, false),
+            ("b".to_string(), true, false)
+        ]
     );
     // Finalizers merge as a set.
     let out = pods
