@@ -29,6 +29,7 @@
 
 pub mod auth;
 pub mod defaults;
+pub mod deletion;
 pub mod discovery;
 pub mod events;
 pub mod handlers;

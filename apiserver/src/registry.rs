@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::deletion;
 use crate::meta;
 use crate::resources::{self, Resource};
 use crate::status::{Error, Result};
@@ -76,31 +77,6 @@ fn conflict(resource: &'static Resource, name: &str, detail: String) -> Error {
         name: name.to_string(),
         detail,
     }
-}
-
-/// The grace period upstream gives a pod delete (`podStrategy.CheckGracefulDelete`): the
-/// request's, else the pod's `terminationGracePeriodSeconds`, else 0 — but 0 for a pod that
-/// is not scheduled or already terminal, and 1 for a negative request.
-fn pod_grace_period(pod: &Value, requested: Option<i64>) -> i64 {
-    let mut period = requested
-        .or_else(|| {
-            pod.pointer("/spec/terminationGracePeriodSeconds")
-                .and_then(Value::as_i64)
-        })
-        .unwrap_or(0);
-    if meta::path_string(pod, "spec.nodeName").is_empty() {
-        period = 0;
-    }
-    if matches!(
-        meta::path_string(pod, "status.phase").as_str(),
-        "Failed" | "Succeeded"
-    ) {
-        period = 0;
-    }
-    if period < 0 {
-        period = 1;
-    }
-    period
 }
 
 impl Registry {
@@ -339,45 +315,29 @@ impl Registry {
         if std::ptr::eq(resource, &resources::NAMESPACES) {
             return self.delete_namespace(t, current);
         }
-        let deleting = !meta::str_field(&current.value, "deletionTimestamp").is_empty();
-        let existing_grace = current
-            .value
-            .pointer("/metadata/deletionGracePeriodSeconds")
-            .and_then(Value::as_i64);
-        let grace = if std::ptr::eq(resource, &resources::PODS) {
-            pod_grace_period(&current.value, options.grace_period_seconds)
-        } else {
-            0
-        };
-        if grace > 0 {
-            // Only a shorter grace period changes a deletion already in progress.
-            if deleting && existing_grace.is_some_and(|g| g <= grace) {
-                return Ok(Deleted::Pending(current));
+        let mut obj = current.value.clone();
+        let graceful = std::ptr::eq(resource, &resources::PODS);
+        match deletion::before_delete(&mut obj, graceful, options.grace_period_seconds) {
+            deletion::Decision::Pending => return Ok(Deleted::Pending(current)),
+            deletion::Decision::Graceful(period) => {
+                let held = period > 0 || meta::has_finalizers(&obj);
+                let marked = t.put(resource, obj, EventType::Modified)?;
+                if held {
+                    return Ok(Deleted::Pending(marked));
+                }
             }
-            let mut obj = current.value.clone();
-            let at = chrono::Utc::now() + chrono::Duration::seconds(grace);
-            meta::set(&mut obj, "deletionTimestamp", meta::time(at));
-            meta::set(&mut obj, "deletionGracePeriodSeconds", grace);
-            return Ok(Deleted::Pending(t.put(
-                resource,
-                obj,
-                EventType::Modified,
-            )?));
-        }
-        if meta::has_finalizers(&current.value) {
-            if deleting && existing_grace == Some(0) {
-                return Ok(Deleted::Pending(current));
+            deletion::Decision::Immediate if meta::has_finalizers(&obj) => {
+                deletion::mark_as_deleting(&mut obj);
+                if obj == current.value {
+                    return Ok(Deleted::Pending(current));
+                }
+                return Ok(Deleted::Pending(t.put(
+                    resource,
+                    obj,
+                    EventType::Modified,
+                )?));
             }
-            let mut obj = current.value.clone();
-            if !deleting {
-                meta::set(&mut obj, "deletionTimestamp", meta::now());
-            }
-            meta::set(&mut obj, "deletionGracePeriodSeconds", 0);
-            return Ok(Deleted::Pending(t.put(
-                resource,
-                obj,
-                EventType::Modified,
-            )?));
+            deletion::Decision::Immediate => {}
         }
         let gone = t
             .remove(resource, namespace, name)?
@@ -603,13 +563,5 @@ mod tests {
         assert_eq!(now.rv, stored.rv);
         assert!(now.value.get("data").is_none());
         assert_eq!(r.store.rv(), rv + 1, "only the real create wrote");
-    }
-
-    #[test]
-    fn terminal_and_negative_grace() {
-        let mut p = pod(Some("n"));
-        assert_eq!(pod_grace_period(&p, Some(-5)), 1);
-        p["status"] = json!({"phase": "Succeeded"});
-        assert_eq!(pod_grace_period(&p, Some(10)), 0);
     }
 }

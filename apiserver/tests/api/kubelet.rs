@@ -266,7 +266,25 @@ async fn kubelet_conversation() {
         .status,
         200
     );
-    assert_eq!(pod_watch.next().await.unwrap()["type"], "DELETED");
+    // As kube-apiserver: the shortened grace period is written first (the deletion
+    // timestamp moves back by the 30 s it no longer waits), then the pod goes.
+    let shortened = pod_watch.next().await.unwrap();
+    assert_eq!(shortened["type"], "MODIFIED");
+    let meta = &shortened["object"]["metadata"];
+    assert_eq!(meta["deletionGracePeriodSeconds"], 0);
+    let at = |m: &serde_json::Value| {
+        chrono::DateTime::parse_from_rfc3339(m["deletionTimestamp"].as_str().unwrap()).unwrap()
+    };
+    assert_eq!(
+        at(&modified["object"]["metadata"]) - at(meta),
+        chrono::Duration::seconds(30)
+    );
+    let deleted = pod_watch.next().await.unwrap();
+    assert_eq!(deleted["type"], "DELETED");
+    assert_eq!(
+        deleted["object"]["metadata"]["deletionGracePeriodSeconds"],
+        0
+    );
     // The kubelet's default protobuf bodies are refused with the way out.
     let r = raw(
         &api,
