@@ -46,11 +46,15 @@ pub struct RunArgs {
     /// Start this agent per case: `{kubeconfig} {node} {cri_endpoint} {root_dir}` are filled in (no shell).
     #[arg(long, value_name = "TEMPLATE", conflicts_with = "node")]
     pub agent_cmd: Option<String>,
+    /// Run an upstream kubelet binary per case on fake-cri, configured by the harness
+    /// (its own ports, root directory and `KubeletConfiguration`; needs root).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["node", "agent_cmd"])]
+    pub kubelet: Option<PathBuf>,
     /// Use this already running node (e.g. `kind-control-plane`); cases that need runtime control are ignored.
     #[arg(long, value_name = "NAME")]
     pub node: Option<String>,
     /// Join the reference agent even where the backend brings its own node (kind).
-    #[arg(long, conflicts_with_all = ["node", "agent_cmd"])]
+    #[arg(long, conflicts_with_all = ["node", "agent_cmd", "kubelet"])]
     pub reference_agent: bool,
     /// Cases run at once (default: number of cores).
     #[arg(long, short)]
@@ -113,6 +117,14 @@ pub enum Error {
     /// No case matched the filters.
     #[error("no case matches the filters")]
     NothingSelected,
+    /// `--kubelet` does not name a program.
+    #[error("--kubelet {}: {reason}", path.display())]
+    Kubelet {
+        /// The path given.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The backend or agent could not start.
     #[error(transparent)]
     Backend(#[from] crate::backend::Error),
@@ -214,6 +226,12 @@ async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
     if selected.is_empty() {
         return Err(Error::NothingSelected);
     }
+    if let Some(kubelet) = &args.kubelet {
+        crate::backend::kubelet::check_binary(kubelet).map_err(|reason| Error::Kubelet {
+            path: kubelet.clone(),
+            reason,
+        })?;
+    }
     let human = args.format == Format::Human;
     let options = ClusterOptions {
         kubeconfig: args.kubeconfig.clone(),
@@ -244,6 +262,8 @@ async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
         AgentSpec::Existing(node.clone())
     } else if let Some(t) = &args.agent_cmd {
         AgentSpec::Command(t.clone())
+    } else if let Some(kubelet) = &args.kubelet {
+        AgentSpec::Kubelet(kubelet.clone())
     } else if args.reference_agent {
         AgentSpec::Reference
     } else if let Some(node) = &cluster.default_node {

@@ -1,12 +1,18 @@
 //! Every case in `cases/` as its own test, run against the embedded backend (API server double +
 //! fake-cri + reference agent): `cargo test -p nodeconform-harness -- deletion`, `-- --list`.
+//!
+//! With `NODECONFORM_KUBELET=/path/to/kubelet` every case also runs as `kubelet::<area>::<name>`
+//! on that upstream kubelet (on the same embedded backend, fake-cri per case); without it those
+//! tests are listed as ignored and the reason is printed.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use nodeconform_harness::backend::{AgentSpec, BackendKind, Cluster, ClusterOptions, Nodes};
+use nodeconform_harness::backend::{
+    AgentSpec, BackendKind, Cluster, ClusterOptions, Nodes, kubelet,
+};
 use nodeconform_harness::case::{self, LoadedCase};
 use nodeconform_harness::report::{self, Outcome, RunReport};
 use nodeconform_harness::runner::{Janitor, case_run, ignore_reason};
@@ -43,8 +49,18 @@ fn main() -> ExitCode {
             .build()
             .expect("a tokio runtime for the cases"),
     );
-    let env: Arc<OnceLock<Result<Env, String>>> = Arc::new(OnceLock::new());
     let skip_reason = not_built();
+    let kubelet = std::env::var_os(kubelet::ENV).map(PathBuf::from);
+    if kubelet.is_none() && !args.list {
+        eprintln!(
+            "note: the kubelet::* cases are ignored: {} is not set (the path of a kubelet binary to run them on)",
+            kubelet::ENV
+        );
+    }
+    let suites = [
+        ("", Some(AgentSpec::Reference)),
+        ("kubelet::", kubelet.map(AgentSpec::Kubelet)),
+    ];
     if let Some(reason) = skip_reason
         && !args.list
     {
@@ -59,22 +75,39 @@ fn main() -> ExitCode {
             move || Err(Failed::from(message)),
         ));
     }
-    for case in loaded.cases {
-        let name = case.id.to_string();
-        let ignored =
-            skip_reason.is_some() || ignore_reason(&case, &AgentSpec::Reference).is_some();
-        let runtime = Arc::clone(&runtime);
-        let env = Arc::clone(&env);
-        trials.push(
-            Trial::test(name, move || run_case(&runtime, &env, &case)).with_ignored_flag(ignored),
-        );
+    let mut envs = Vec::new();
+    for (prefix, spec) in suites {
+        let env: Arc<OnceLock<Result<Env, String>>> = Arc::new(OnceLock::new());
+        for case in &loaded.cases {
+            let name = format!("{prefix}{}", case.id);
+            let ignored = skip_reason.is_some()
+                || spec
+                    .as_ref()
+                    .is_none_or(|spec| ignore_reason(case, spec).is_some());
+            let (runtime, env, spec, case) = (
+                Arc::clone(&runtime),
+                Arc::clone(&env),
+                spec.clone(),
+                case.clone(),
+            );
+            trials.push(
+                Trial::test(name, move || {
+                    let spec = spec.ok_or_else(|| Failed::from("no agent to run on"))?;
+                    run_case(&runtime, &env, spec, &case)
+                })
+                .with_ignored_flag(ignored),
+            );
+        }
+        envs.push(env);
     }
     let conclusion = libtest_mimic::run(&args, trials);
-    if let Some(Ok(env)) = Arc::try_unwrap(env).ok().and_then(|cell| cell.into_inner()) {
-        runtime.block_on(async move {
-            env.nodes.release_all().await;
-            env.cluster.teardown().await;
-        });
+    for env in envs {
+        if let Some(Ok(env)) = Arc::try_unwrap(env).ok().and_then(|cell| cell.into_inner()) {
+            runtime.block_on(async move {
+                env.nodes.release_all().await;
+                env.cluster.teardown().await;
+            });
+        }
     }
     conclusion.exit_code()
 }
@@ -90,18 +123,14 @@ fn short_path(message: &str) -> String {
         .join("/")
 }
 
-fn start_env(runtime: &tokio::runtime::Runtime) -> Result<Env, String> {
+fn start_env(runtime: &tokio::runtime::Runtime, spec: AgentSpec) -> Result<Env, String> {
     nodeconform_harness::logs::capture_tracing();
     runtime.block_on(async {
         let cluster = Cluster::start(BackendKind::Embedded, &ClusterOptions::default())
             .await
             .map_err(|e| e.to_string())?;
-        let nodes = Nodes::new(
-            cluster.client.clone(),
-            cluster.kubeconfig.clone(),
-            AgentSpec::Reference,
-        )
-        .map_err(|e| e.to_string())?;
+        let nodes = Nodes::new(cluster.client.clone(), cluster.kubeconfig.clone(), spec)
+            .map_err(|e| e.to_string())?;
         Ok(Env {
             cluster,
             nodes: Arc::new(nodes),
@@ -113,10 +142,11 @@ fn start_env(runtime: &tokio::runtime::Runtime) -> Result<Env, String> {
 fn run_case(
     runtime: &tokio::runtime::Runtime,
     env: &OnceLock<Result<Env, String>>,
+    spec: AgentSpec,
     case: &LoadedCase,
 ) -> Result<(), Failed> {
     let env = env
-        .get_or_init(|| start_env(runtime))
+        .get_or_init(|| start_env(runtime, spec))
         .as_ref()
         .map_err(|e| Failed::from(format!("embedded backend: {e}")))?;
     let result = runtime.handle().block_on(case_run::run(

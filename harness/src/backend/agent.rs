@@ -27,6 +27,8 @@ pub enum AgentSpec {
     Reference,
     /// An agent binary started per node from a template with `{kubeconfig} {node} {cri_endpoint} {root_dir}`.
     Command(String),
+    /// An upstream kubelet binary started per node, configured by the harness ([`super::kubelet`]).
+    Kubelet(PathBuf),
     /// A node whose agent already runs (e.g. kind's kubelet).
     Existing(String),
 }
@@ -37,6 +39,7 @@ impl AgentSpec {
         match self {
             AgentSpec::Reference => "reference agent (in process) + fake-cri".into(),
             AgentSpec::Command(t) => format!("agent command `{t}` + fake-cri"),
+            AgentSpec::Kubelet(path) => format!("kubelet {} + fake-cri", path.display()),
             AgentSpec::Existing(n) => format!("existing node {n}"),
         }
     }
@@ -119,6 +122,13 @@ pub struct NodeHandle {
     pub control: Option<control::Client>,
     logs: Option<LogBuffer>,
     spawned: Option<Spawned>,
+}
+
+/// How a node the harness starts gets its agent.
+enum Launch<'a> {
+    Reference,
+    Command(&'a str),
+    Kubelet(&'a std::path::Path),
 }
 
 enum AgentProcess {
@@ -209,7 +219,7 @@ impl Nodes {
     /// A node for the case `hint` (`area::name`): a fresh one, or the existing node.
     pub async fn acquire(&self, hint: &str) -> Result<NodeHandle> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let template = match &self.spec {
+        let launch = match &self.spec {
             AgentSpec::Existing(node) => {
                 return Ok(NodeHandle {
                     name: node.clone(),
@@ -218,8 +228,9 @@ impl Nodes {
                     spawned: None,
                 });
             }
-            AgentSpec::Reference => None,
-            AgentSpec::Command(t) => Some(t.clone()),
+            AgentSpec::Reference => Launch::Reference,
+            AgentSpec::Command(template) => Launch::Command(template),
+            AgentSpec::Kubelet(kubelet) => Launch::Kubelet(kubelet),
         };
         let base = format!("nc-{}-{n}-{}", self.run_id, short(hint));
         let name = base
@@ -246,21 +257,39 @@ impl Nodes {
             })?;
         let endpoint = cri.endpoint();
         let root = dir.join("root");
-        let (agent, logs) = match template {
-            None => match self.spawn_reference(&name, &endpoint, &root).await {
-                Ok(a) => (a, None),
-                Err(e) => {
-                    cri.shutdown().await;
-                    return Err(e);
-                }
-            },
-            Some(template) => match self.spawn_command(&template, &name, &endpoint, &root).await {
-                Ok((a, logs)) => (a, Some(logs)),
-                Err(e) => {
-                    cri.shutdown().await;
-                    return Err(e);
-                }
-            },
+        let started = match launch {
+            Launch::Reference => self
+                .spawn_reference(&name, &endpoint, &root)
+                .await
+                .map(|a| (a, None)),
+            Launch::Command(template) => {
+                let words = render_command(
+                    template,
+                    &self.kubeconfig.to_string_lossy(),
+                    &name,
+                    &endpoint,
+                    &root.to_string_lossy(),
+                );
+                self.spawn_command(words, &name).await
+            }
+            Launch::Kubelet(kubelet) => {
+                let words = super::kubelet::command(&super::kubelet::Node {
+                    kubelet,
+                    name: &name,
+                    kubeconfig: &self.kubeconfig,
+                    cri_endpoint: &endpoint,
+                    dir: &dir.join("kubelet"),
+                })
+                .map_err(|e| format!("writing the kubelet's configuration: {e}"));
+                self.spawn_command(words, &name).await
+            }
+        };
+        let (agent, logs) = match started {
+            Ok(started) => started,
+            Err(e) => {
+                cri.shutdown().await;
+                return Err(e);
+            }
         };
         if let Ok(mut live) = self.live.lock() {
             live.insert(name.clone());
@@ -319,25 +348,18 @@ impl Nodes {
         })
     }
 
+    /// Starts an agent process from its command line (`words`, or why there is none) and
+    /// waits until it registered the node.
     async fn spawn_command(
         &self,
-        template: &str,
+        words: Result<Vec<String>, String>,
         name: &str,
-        endpoint: &str,
-        root: &std::path::Path,
-    ) -> Result<(AgentProcess, LogBuffer)> {
+    ) -> Result<(AgentProcess, Option<LogBuffer>)> {
         let agent_err = |message: String| Error::Agent {
             node: name.to_string(),
             message,
         };
-        let words = render_command(
-            template,
-            &self.kubeconfig.to_string_lossy(),
-            name,
-            endpoint,
-            &root.to_string_lossy(),
-        )
-        .map_err(agent_err)?;
+        let words = words.map_err(agent_err)?;
         let mut child = tokio::process::Command::new(&words[0])
             .args(&words[1..])
             .stdin(Stdio::null())
@@ -396,7 +418,7 @@ impl Nodes {
                     .and_then(|s| s.conditions.as_ref())
                     .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready"))
             {
-                return Ok((AgentProcess::Child(child), logs));
+                return Ok((AgentProcess::Child(child), Some(logs)));
             }
             if tokio::time::Instant::now() > deadline {
                 let _ = child.kill().await;

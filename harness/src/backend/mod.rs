@@ -10,6 +10,7 @@ pub mod embedded;
 pub mod k3s;
 pub mod kind;
 pub mod kubeconfig;
+pub mod kubelet;
 
 use std::path::{Path, PathBuf};
 

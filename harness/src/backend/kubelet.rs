@@ -1,0 +1,156 @@
+//! `--kubelet PATH`: an upstream kubelet binary as the node agent, on fake-cri.
+//!
+//! Every node gets a `KubeletConfiguration` of its own that lets the kubelet run without a
+//! real node: no QoS cgroup hierarchy and no node-allocatable enforcement (so no cgroup
+//! writes beyond the kubelet's own checks), no swap check, no eviction thresholds and no
+//! image garbage collection (fake-cri's filesystems are simulated), its own ports on
+//! 127.0.0.1 (cases run in parallel), anonymous authentication with `AlwaysAllow` so the
+//! API server can reach `/containerLogs` without client certificates, and the cluster DNS
+//! that kind configures, so pods with `dnsPolicy: ClusterFirst` get no `MissingClusterDNS`
+//! warnings. The flags name the node, its IP, the CRI endpoint and the root directory.
+//!
+//! The kubelet needs root: it makes its root directory a shared mount (`MakeRShared`) and
+//! reads the cgroup hierarchy at start. Without them it exits before registering, and the
+//! case reports the first lines it printed.
+
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+
+/// The environment variable naming the kubelet binary the test suite runs the cases on.
+pub const ENV: &str = "NODECONFORM_KUBELET";
+
+/// The address every kubelet of the harness listens on and reports as its node IP.
+pub const NODE_IP: &str = "127.0.0.1";
+
+/// What a kubelet of one node needs.
+#[derive(Debug, Clone)]
+pub struct Node<'a> {
+    /// The kubelet binary.
+    pub kubelet: &'a Path,
+    /// The node name (`--hostname-override`).
+    pub name: &'a str,
+    /// The kubeconfig of the cluster.
+    pub kubeconfig: &'a Path,
+    /// `unix:///…/cri.sock` of the node's fake-cri.
+    pub cri_endpoint: &'a str,
+    /// A directory of the node's own: the configuration, the root directory, manifests.
+    pub dir: &'a Path,
+}
+
+/// Writes the node's `KubeletConfiguration` and returns the kubelet's command line.
+pub fn command(node: &Node<'_>) -> std::io::Result<Vec<String>> {
+    let root = node.dir.join("root");
+    let manifests = node.dir.join("manifests");
+    std::fs::create_dir_all(&root)?;
+    std::fs::create_dir_all(&manifests)?;
+    let config = node.dir.join("kubelet.yaml");
+    std::fs::write(
+        &config,
+        configuration(free_port()?, free_port()?, &manifests),
+    )?;
+    let path = |p: PathBuf| p.to_string_lossy().into_owned();
+    Ok(vec![
+        node.kubelet.to_string_lossy().into_owned(),
+        format!("--config={}", path(config)),
+        format!("--kubeconfig={}", node.kubeconfig.to_string_lossy()),
+        format!("--hostname-override={}", node.name),
+        format!("--node-ip={NODE_IP}"),
+        format!("--container-runtime-endpoint={}", node.cri_endpoint),
+        format!("--root-dir={}", path(root)),
+        // The API server double reads JSON only (no protobuf yet).
+        "--kube-api-content-type=application/json".into(),
+    ])
+}
+
+/// Why `path` cannot be run as a kubelet, if it cannot.
+pub fn check_binary(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a file".into());
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err("not executable".into());
+    }
+    Ok(())
+}
+
+/// The `KubeletConfiguration` (see the module docs for why each setting).
+fn configuration(port: u16, healthz_port: u16, manifests: &Path) -> String {
+    format!(
+        r#"apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: {NODE_IP}
+port: {port}
+readOnlyPort: 0
+healthzBindAddress: {NODE_IP}
+healthzPort: {healthz_port}
+authentication:
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
+evictionHard: {{}}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+localStorageCapacityIsolation: false
+serializeImagePulls: false
+clusterDNS:
+- 10.96.0.10
+clusterDomain: cluster.local
+staticPodPath: {manifests}
+shutdownGracePeriod: 0s
+rotateCertificates: false
+serverTLSBootstrap: false
+"#,
+        manifests = manifests.display(),
+    )
+}
+
+/// A port nothing listens on now. Another process may take it before the kubelet binds
+/// it; the kubelet then exits and the case says so.
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+        .local_addr()?
+        .port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_node_gets_its_configuration_and_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let words = command(&Node {
+            kubelet: Path::new("/opt/kubelet"),
+            name: "nc-1-x",
+            kubeconfig: Path::new("/k"),
+            cri_endpoint: "unix:///c.sock",
+            dir: dir.path(),
+        })
+        .unwrap();
+        assert_eq!(words[0], "/opt/kubelet");
+        for flag in [
+            "--kubeconfig=/k",
+            "--hostname-override=nc-1-x",
+            "--node-ip=127.0.0.1",
+            "--container-runtime-endpoint=unix:///c.sock",
+        ] {
+            assert!(words.iter().any(|w| w == flag), "{flag} in {words:?}");
+        }
+        let config = std::fs::read_to_string(dir.path().join("kubelet.yaml")).unwrap();
+        let config: serde_yaml::Value = serde_yaml::from_str(&config).unwrap();
+        assert_eq!(config["kind"], "KubeletConfiguration");
+        assert_eq!(config["cgroupsPerQOS"], false);
+        assert_eq!(config["authorization"]["mode"], "AlwaysAllow");
+        assert_ne!(config["port"], config["healthzPort"]);
+        assert!(dir.path().join("root").is_dir());
+    }
+}
