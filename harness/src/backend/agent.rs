@@ -140,7 +140,7 @@ enum AgentProcess {
 struct Spawned {
     cri: nodeconform_fake_cri::FakeCri,
     agent: AgentProcess,
-    _dir: PathBuf,
+    dir: PathBuf,
 }
 
 impl NodeHandle {
@@ -298,11 +298,7 @@ impl Nodes {
             name,
             control: Some(control::Client::new(control_socket)),
             logs,
-            spawned: Some(Spawned {
-                cri,
-                agent,
-                _dir: dir,
-            }),
+            spawned: Some(Spawned { cri, agent, dir }),
         })
     }
 
@@ -455,6 +451,9 @@ impl Nodes {
             }
         }
         spawned.cri.shutdown().await;
+        if matches!(self.spec, AgentSpec::Kubelet(_)) {
+            super::kubelet::unmount_all(&spawned.dir);
+        }
         delete_node_objects(&self.client, &node.name).await;
         if let Ok(mut live) = self.live.lock() {
             live.remove(&node.name);
@@ -470,6 +469,9 @@ impl Nodes {
             .unwrap_or_default();
         for name in names {
             delete_node_objects(&self.client, &name).await;
+        }
+        if matches!(self.spec, AgentSpec::Kubelet(_)) {
+            super::kubelet::unmount_all(self.dir.path());
         }
     }
 }

@@ -11,7 +11,9 @@
 //!
 //! The kubelet needs root: it makes its root directory a shared mount (`MakeRShared`) and
 //! reads the cgroup hierarchy at start. Without them it exits before registering, and the
-//! case reports the first lines it printed.
+//! case reports the first lines it printed. What it leaves mounted is unmounted when its
+//! node is released ([`unmount_all`]). Its node IP is the host's address on the default
+//! route: the kubelet refuses a loopback one.
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -19,8 +21,8 @@ use std::path::{Path, PathBuf};
 /// The environment variable naming the kubelet binary the test suite runs the cases on.
 pub const ENV: &str = "NODECONFORM_KUBELET";
 
-/// The address every kubelet of the harness listens on and reports as its node IP.
-pub const NODE_IP: &str = "127.0.0.1";
+/// The address every kubelet of the harness listens on.
+pub const ADDRESS: &str = "127.0.0.1";
 
 /// What a kubelet of one node needs.
 #[derive(Debug, Clone)]
@@ -49,17 +51,71 @@ pub fn command(node: &Node<'_>) -> std::io::Result<Vec<String>> {
         configuration(free_port()?, free_port()?, &manifests),
     )?;
     let path = |p: PathBuf| p.to_string_lossy().into_owned();
-    Ok(vec![
+    let mut words = vec![
         node.kubelet.to_string_lossy().into_owned(),
         format!("--config={}", path(config)),
         format!("--kubeconfig={}", node.kubeconfig.to_string_lossy()),
         format!("--hostname-override={}", node.name),
-        format!("--node-ip={NODE_IP}"),
         format!("--container-runtime-endpoint={}", node.cri_endpoint),
         format!("--root-dir={}", path(root)),
         // The API server double reads JSON only (no protobuf yet).
         "--kube-api-content-type=application/json".into(),
-    ])
+    ];
+    if let Some(ip) = node_ip() {
+        words.push(format!("--node-ip={ip}"));
+    }
+    Ok(words)
+}
+
+/// The host's address on its default route: the kubelet refuses a loopback node IP
+/// (`failed to validate nodeIP: nodeIP can't be loopback address`) and wants one of the
+/// host's own. Connecting a UDP socket sends nothing; it only picks the route. Without
+/// a default route the kubelet is left to find an address itself.
+fn node_ip() -> Option<std::net::IpAddr> {
+    let socket = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).ok()?;
+    // TEST-NET-3 (RFC 5737): routed like any outside address, never reached.
+    socket.connect((Ipv4Addr::new(203, 0, 113, 1), 9)).ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// Unmounts what a kubelet left mounted under `dir` — its root directory, which it
+/// makes a shared bind mount of itself, and volumes of pods it did not tear down —
+/// deepest first, so that the directory can be removed.
+pub fn unmount_all(dir: &Path) {
+    let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return;
+    };
+    let mut points: Vec<PathBuf> = mountinfo
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|point| PathBuf::from(unescape(point)))
+        .filter(|point| point.starts_with(dir))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    for point in points {
+        let Ok(c_path) = std::ffi::CString::new(point.as_os_str().as_encoded_bytes()) else {
+            continue;
+        };
+        // SAFETY: a valid NUL-terminated path; MNT_DETACH only detaches the mount.
+        let rc = unsafe { libc::umount2(c_path.as_ptr(), libc::MNT_DETACH) };
+        if rc != 0 {
+            tracing::warn!(
+                path = %point.display(),
+                error = %std::io::Error::last_os_error(),
+                "could not unmount what the kubelet left behind"
+            );
+        }
+    }
+}
+
+/// `/proc/self/mountinfo` writes space, tab, newline and backslash in paths as octal escapes.
+fn unescape(field: &str) -> String {
+    field
+        .replace("\\040", " ")
+        .replace("\\011", "\t")
+        .replace("\\012", "\n")
+        .replace("\\134", "\\")
 }
 
 /// Why `path` cannot be run as a kubelet, if it cannot.
@@ -80,10 +136,10 @@ fn configuration(port: u16, healthz_port: u16, manifests: &Path) -> String {
     format!(
         r#"apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: {NODE_IP}
+address: {ADDRESS}
 port: {port}
 readOnlyPort: 0
-healthzBindAddress: {NODE_IP}
+healthzBindAddress: {ADDRESS}
 healthzPort: {healthz_port}
 authentication:
   anonymous:
@@ -140,7 +196,6 @@ mod tests {
         for flag in [
             "--kubeconfig=/k",
             "--hostname-override=nc-1-x",
-            "--node-ip=127.0.0.1",
             "--container-runtime-endpoint=unix:///c.sock",
         ] {
             assert!(words.iter().any(|w| w == flag), "{flag} in {words:?}");
@@ -152,5 +207,10 @@ mod tests {
         assert_eq!(config["authorization"]["mode"], "AlwaysAllow");
         assert_ne!(config["port"], config["healthzPort"]);
         assert!(dir.path().join("root").is_dir());
+    }
+
+    #[test]
+    fn mountinfo_escapes_are_undone() {
+        assert_eq!(unescape("/tmp/a\\040b\\134c"), "/tmp/a b\\c");
     }
 }
