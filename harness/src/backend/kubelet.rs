@@ -9,6 +9,12 @@
 //! that kind configures, so pods with `dnsPolicy: ClusterFirst` get no `MissingClusterDNS`
 //! warnings. The flags name the node, its IP, the CRI endpoint and the root directory.
 //!
+//! Everything the kubelet writes goes under the node's directory, except what it cannot
+//! be told to put elsewhere: before 1.31 (`podLogsDir`, ignored by older kubelets with a
+//! "lenient decoding" note) the pods' log files go to `/var/log/pods` with links in
+//! `/var/log/containers`, and the device manager's socket directory is
+//! `/var/lib/kubelet/device-plugins`.
+//!
 //! The kubelet needs root: it makes its root directory a shared mount (`MakeRShared`) and
 //! reads the cgroup hierarchy at start. Without them it exits before registering, and the
 //! case reports the first lines it printed. What it leaves mounted is unmounted when its
@@ -45,11 +51,9 @@ pub fn command(node: &Node<'_>) -> std::io::Result<Vec<String>> {
     let manifests = node.dir.join("manifests");
     std::fs::create_dir_all(&root)?;
     std::fs::create_dir_all(&manifests)?;
+    std::fs::create_dir_all(node.dir.join("logs"))?;
     let config = node.dir.join("kubelet.yaml");
-    std::fs::write(
-        &config,
-        configuration(free_port()?, free_port()?, &manifests),
-    )?;
+    std::fs::write(&config, configuration(free_port()?, free_port()?, node.dir))?;
     let path = |p: PathBuf| p.to_string_lossy().into_owned();
     let mut words = vec![
         node.kubelet.to_string_lossy().into_owned(),
@@ -58,6 +62,8 @@ pub fn command(node: &Node<'_>) -> std::io::Result<Vec<String>> {
         format!("--hostname-override={}", node.name),
         format!("--container-runtime-endpoint={}", node.cri_endpoint),
         format!("--root-dir={}", path(root)),
+        // Its serving certificate, which it would otherwise write to /var/lib/kubelet/pki.
+        format!("--cert-dir={}", path(node.dir.join("pki"))),
         // The API server double reads JSON only (no protobuf yet).
         "--kube-api-content-type=application/json".into(),
     ];
@@ -132,7 +138,7 @@ pub fn check_binary(path: &Path) -> Result<(), String> {
 }
 
 /// The `KubeletConfiguration` (see the module docs for why each setting).
-fn configuration(port: u16, healthz_port: u16, manifests: &Path) -> String {
+fn configuration(port: u16, healthz_port: u16, dir: &Path) -> String {
     format!(
         r#"apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -160,12 +166,14 @@ serializeImagePulls: false
 clusterDNS:
 - 10.96.0.10
 clusterDomain: cluster.local
-staticPodPath: {manifests}
+staticPodPath: {dir}/manifests
+podLogsDir: {dir}/logs
+volumePluginDir: {dir}/volume-plugins
 shutdownGracePeriod: 0s
 rotateCertificates: false
 serverTLSBootstrap: false
 "#,
-        manifests = manifests.display(),
+        dir = dir.display(),
     )
 }
 
