@@ -114,13 +114,16 @@ pub fn media_type(content_type: &str) -> String {
         .to_ascii_lowercase()
 }
 
-/// The body format of a create or update, from `Content-Type`: JSON or YAML, 415 otherwise.
+/// The body format of a create or update, from `Content-Type`: JSON, YAML or (for the kinds
+/// [`crate::protobuf`] reads) protobuf; 415 otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BodyFormat {
     /// `application/json` (also assumed when no type is given).
     Json,
     /// `application/yaml`.
     Yaml,
+    /// `application/vnd.kubernetes.protobuf`.
+    Protobuf,
 }
 
 impl BodyFormat {
@@ -130,6 +133,7 @@ impl BodyFormat {
         match media_type(ct).as_str() {
             "" | "application/json" | "*/*" => Ok(BodyFormat::Json),
             "application/yaml" | "application/x-yaml" | "text/yaml" => Ok(BodyFormat::Yaml),
+            crate::protobuf::MEDIA_TYPE => Ok(BodyFormat::Protobuf),
             _ => Err(Error::UnsupportedMediaType {
                 content_type: ct.to_string(),
             }),
@@ -141,6 +145,7 @@ impl BodyFormat {
         match self {
             BodyFormat::Json => crate::patch::parse_json(body),
             BodyFormat::Yaml => crate::patch::parse_yaml(body),
+            BodyFormat::Protobuf => crate::protobuf::decode(body),
         }
     }
 }
@@ -179,12 +184,22 @@ mod tests {
     }
 
     #[test]
-    fn protobuf_bodies_are_unsupported() {
+    fn content_types_pick_the_body_format() {
         let mut h = HeaderMap::new();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/vnd.kubernetes.protobuf"),
-        );
-        assert_eq!(BodyFormat::from_headers(&h).unwrap_err().code(), 415);
+        for (content_type, format) in [
+            ("application/json; charset=utf-8", Some(BodyFormat::Json)),
+            ("application/yaml", Some(BodyFormat::Yaml)),
+            (
+                "application/vnd.kubernetes.protobuf",
+                Some(BodyFormat::Protobuf),
+            ),
+            ("application/cbor", None),
+        ] {
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+            match format {
+                Some(format) => assert_eq!(BodyFormat::from_headers(&h).unwrap(), format),
+                None => assert_eq!(BodyFormat::from_headers(&h).unwrap_err().code(), 415),
+            }
+        }
     }
 }

@@ -39,6 +39,7 @@ pub mod meta;
 pub mod node_lifecycle;
 pub mod openapi;
 pub mod patch;
+pub mod protobuf;
 pub mod quantity;
 pub mod registry;
 pub mod request;

@@ -103,9 +103,10 @@ fn unsupported_media_message(content_type: &str) -> String {
     if content_type.contains("protobuf") {
         format!(
             "the body of the request was in an unknown format ({content_type}): this API server \
-             double speaks JSON only; run the kubelet with --kube-api-content-type=application/json \
-             (kubelet config field contentType: application/json); with kubectl, use create -f or \
-             apply -f instead of the imperative `kubectl create <kind>` generators, which send protobuf"
+             double reads protobuf bodies of {} only; run the kubelet with \
+             --kube-api-content-type=application/json (kubelet config field contentType: \
+             application/json), or send JSON",
+            crate::protobuf::KINDS.join(", ")
         )
     } else {
         format!(

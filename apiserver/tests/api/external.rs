@@ -138,6 +138,33 @@ async fn kubectl_get_create_apply_delete_watch() {
         "{out}"
     );
 
+    // The imperative generators send protobuf bodies.
+    for (args, created) in [
+        (&["create", "namespace", "gen"][..], "namespace/gen created"),
+        (
+            &["create", "configmap", "gen", "--from-literal=a=b"],
+            "configmap/gen created",
+        ),
+        (
+            &["create", "secret", "generic", "gen", "--from-literal=k=v"],
+            "secret/gen created",
+        ),
+        (
+            &["create", "serviceaccount", "gen"],
+            "serviceaccount/gen created",
+        ),
+    ] {
+        let out = k.ok(args, None).await;
+        assert!(out.contains(created), "{out}");
+    }
+    let out = k
+        .ok(
+            &["get", "secret", "gen", "-o", "jsonpath={.data.k} {.type}"],
+            None,
+        )
+        .await;
+    assert_eq!(out.trim(), "dg== Opaque");
+
     let changed = MANIFEST.replace("a: '1'", "a: '2'");
     let out = k.ok(&["apply", "-f", "-"], Some(&changed)).await;
     assert!(out.contains("configmap/cfg configured"), "{out}");
