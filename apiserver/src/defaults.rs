@@ -113,8 +113,8 @@ fn container(c: &mut Map<String, Value>, limits_are_requests: bool, host_network
         }
     }
     for env in objects(c, "env") {
-        if let Some(field_ref) = object(env, "valueFrom").and_then(|v| object(v, "fieldRef")) {
-            default(field_ref, "apiVersion", "v1".into());
+        if let Some(value_from) = object(env, "valueFrom") {
+            references(value_from);
         }
     }
     for name in PROBES {
@@ -191,12 +191,22 @@ fn volume(v: &mut Map<String, Value>) {
     }
 }
 
-/// `SetDefaults_ObjectFieldSelector` on downward API items.
+/// Downward API items: their field and resource references.
 fn downward_items(source: &mut Map<String, Value>) {
     for item in objects(source, "items") {
-        if let Some(field_ref) = object(item, "fieldRef") {
-            default(field_ref, "apiVersion", "v1".into());
-        }
+        references(item);
+    }
+}
+
+/// `SetDefaults_ObjectFieldSelector` on a field reference, and a resource reference's
+/// `divisor`, which kube-apiserver writes as `"0"` when unset (its zero quantity is not
+/// omitted from JSON).
+fn references(holder: &mut Map<String, Value>) {
+    if let Some(field_ref) = object(holder, "fieldRef") {
+        default(field_ref, "apiVersion", "v1".into());
+    }
+    if let Some(resource_ref) = object(holder, "resourceFieldRef") {
+        default(resource_ref, "divisor", "0".into());
     }
 }
 
@@ -279,7 +289,8 @@ mod tests {
             "containers": [{
                 "name": "c", "image": "busybox:1.36",
                 "ports": [{"containerPort": 80}],
-                "env": [{"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                "env": [{"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                        {"name": "L", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}}],
                 "resources": {"limits": {"cpu": "1"}},
                 "livenessProbe": {"httpGet": {"port": 80}},
                 "readinessProbe": {"grpc": {"port": 9}, "periodSeconds": 2},
@@ -328,6 +339,7 @@ mod tests {
             json!([{"containerPort": 80, "hostPort": 80, "protocol": "TCP"}])
         );
         assert_eq!(c["env"][0]["valueFrom"]["fieldRef"]["apiVersion"], "v1");
+        assert_eq!(c["env"][1]["valueFrom"]["resourceFieldRef"]["divisor"], "0");
         assert_eq!(c["resources"]["requests"], json!({"cpu": "1"}));
         assert_eq!(
             c["livenessProbe"],

@@ -3,6 +3,12 @@
 //! comparing what survives the round trip with what was sent. `Strict` refuses the write
 //! (400 `strict decoding error: unknown field "…"`), `Warn` answers with `Warning` headers.
 //! The double keeps unknown fields it accepted (upstream drops them).
+//!
+//! The same decoding finds values of the wrong type — a boolean where a string belongs, a
+//! time that is not RFC 3339 — which kube-apiserver's decoder refuses whatever the directive:
+//! 400 `Pod in version "v1" cannot be handled as a Pod: …`, naming the field. Missing
+//! required fields are not decoding errors upstream (validation reports them), so they are
+//! left to the other checks here too.
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
@@ -43,12 +49,17 @@ impl Directive {
     }
 }
 
-fn round_trip<T: DeserializeOwned + Serialize>(obj: &Value) -> Option<Value> {
-    let typed: T = serde_json::from_value(obj.clone()).ok()?;
-    serde_json::to_value(typed).ok()
+/// The object as its k8s-openapi type sees it, or why it does not decode (`field: problem`).
+fn round_trip<T: DeserializeOwned + Serialize>(obj: &Value) -> Option<Result<Value, String>> {
+    let typed: Result<T, _> = serde_path_to_error::deserialize(obj);
+    Some(match typed {
+        Ok(typed) => serde_json::to_value(typed).map_err(|e| e.to_string()),
+        Err(e) if e.path().to_string() == "." => Err(e.inner().to_string()),
+        Err(e) => Err(format!("{}: {}", e.path(), e.inner())),
+    })
 }
 
-fn typed(resource: &Resource, obj: &Value) -> Option<Value> {
+fn typed(resource: &Resource, obj: &Value) -> Option<Result<Value, String>> {
     match (resource.group, resource.plural) {
         ("", "namespaces") => round_trip::<Namespace>(obj),
         ("", "pods") => round_trip::<Pod>(obj),
@@ -95,14 +106,30 @@ fn diff(sent: &Value, kept: &Value, path: &str, out: &mut Vec<String>) {
 /// does not decode as its kind at all is left to the other validation.
 pub fn unknown_fields(resource: &Resource, obj: &Value) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(kept) = typed(resource, obj) {
+    if let Some(Ok(kept)) = typed(resource, obj) {
         diff(obj, &kept, "", &mut out);
     }
     out
 }
 
-/// Applies the directive: `Err` for `Strict` with unknown fields, else the warnings to send.
+/// A value of the wrong type, as kube-apiserver's decoder reports it.
+fn decoding_error(resource: &Resource, obj: &Value) -> Result<()> {
+    match typed(resource, obj) {
+        Some(Err(problem)) if !problem.contains("missing field") => {
+            Err(Error::bad_request(format!(
+                "{kind} in version \"{version}\" cannot be handled as a {kind}: {problem}",
+                kind = resource.kind,
+                version = resource.version,
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Refuses values of the wrong type, then applies the directive: `Err` for `Strict` with
+/// unknown fields, else the warnings to send.
 pub fn check(resource: &Resource, obj: &Value, directive: Directive) -> Result<Vec<String>> {
+    decoding_error(resource, obj)?;
     if directive == Directive::Ignore {
         return Ok(Vec::new());
     }
@@ -126,7 +153,7 @@ pub fn check(resource: &Resource, obj: &Value, directive: Directive) -> Result<V
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::{CONFIGMAPS, PODS};
+    use crate::resources::{CONFIGMAPS, LEASES, PODS};
     use serde_json::json;
 
     #[test]
@@ -140,6 +167,26 @@ mod tests {
         );
         let cm = json!({"metadata": {"name": "c"}, "data": {"a": "b"}, "binaryData": {}});
         assert!(unknown_fields(&CONFIGMAPS, &cm).is_empty());
+    }
+
+    #[test]
+    fn values_of_the_wrong_type_are_refused_whatever_the_directive() {
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [
+            {"name": "c", "image": "i", "env": [{"name": false}]}]}});
+        let err = check(&PODS, &pod, Directive::Ignore).unwrap_err();
+        assert_eq!(err.code(), 400);
+        let message = err.to_string();
+        assert!(
+            message.starts_with("Pod in version \"v1\" cannot be handled as a Pod: ")
+                && message.contains("spec.containers[0].env[0].name"),
+            "{message}"
+        );
+        let lease = json!({"metadata": {"name": "n"}, "spec": {"renewTime": "yesterday"}});
+        let err = check(&LEASES, &lease, Directive::Warn).unwrap_err();
+        assert!(err.to_string().contains("spec.renewTime"), "{err}");
+        // A missing required field is validation's to report, not the decoder's.
+        let bare = json!({"metadata": {"name": "p"}, "spec": {}});
+        assert!(check(&PODS, &bare, Directive::Warn).is_ok());
     }
 
     #[test]
