@@ -1,7 +1,8 @@
 //! Defaulting as kube-apiserver applies it to every object it decodes (create, update and
 //! the result of a patch): the generated `SetObjectDefaults_*` of `pkg/apis/core/v1`
 //! (`SetDefaults_Pod`, `SetDefaults_PodSpec`, `SetDefaults_Container`, the volume sources,
-//! probes and HTTP actions, ports, field selectors, `SetDefaults_NodeStatus`, …), and on
+//! probes and HTTP actions, ports, field selectors, `SetDefaults_NodeStatus`, …), a Secret's
+//! `stringData` folded into `data` as the v1 conversion does, and on
 //! pod creation the admission plugins every cluster runs that fill fields in
 //! (`ServiceAccount`'s name, `Priority`, `DefaultTolerationSeconds`).
 //!
@@ -60,6 +61,24 @@ pub fn apply(resource: &Resource, obj: &mut Value) {
         }
     } else if std::ptr::eq(resource, &resources::SECRETS) {
         default(map, "type", "Opaque".into());
+        string_data(map);
+    }
+}
+
+/// The v1 → internal conversion of a Secret: `stringData` is write-only, its values are
+/// base64-encoded into `data` (over a key both have) and it is never stored.
+fn string_data(secret: &mut Map<String, Value>) {
+    use base64::Engine as _;
+    let Some(Value::Object(strings)) = secret.remove("stringData") else {
+        return;
+    };
+    let data = secret.entry("data").or_insert_with(|| json!({}));
+    if let Some(data) = data.as_object_mut() {
+        for (key, value) in strings {
+            let text = value.as_str().unwrap_or_default();
+            let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+            data.insert(key, encoded.into());
+        }
     }
 }
 
@@ -380,6 +399,17 @@ mod tests {
         let mut pod = json!({"spec": {"tolerations": [{"operator": "Exists"}]}});
         admit_pod(&mut pod);
         assert_eq!(pod["spec"]["tolerations"], json!([{"operator": "Exists"}]));
+    }
+
+    #[test]
+    fn secret_string_data_lands_in_data() {
+        let mut secret =
+            json!({"data": {"a": "MQ==", "b": "Mg=="}, "stringData": {"b": "x", "c": "y"}});
+        apply(&resources::SECRETS, &mut secret);
+        assert_eq!(
+            secret,
+            json!({"type": "Opaque", "data": {"a": "MQ==", "b": "eA==", "c": "eQ=="}})
+        );
     }
 
     #[test]
