@@ -122,11 +122,11 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
         }
         (&Method::DELETE, true, None) => {
             let body = h::read_body(&headers, body).await?;
-            delete(ctx, &target, &query, &body, dry_run)
+            delete(ctx, &target, (&query, &headers), &body, dry_run)
         }
         (&Method::DELETE, false, None) => {
             let body = h::read_body(&headers, body).await?;
-            delete_collection(ctx, &target, &query, &body, dry_run)
+            delete_collection(ctx, &target, (&query, &headers), &body, dry_run)
         }
         (_, _, Some(s)) if !matches!(s, "status" | "eviction" | "token") => Err(Error::NoResource),
         (_, true, Some("eviction" | "token")) if !matches!(parts.method, Method::POST) => {
@@ -479,11 +479,11 @@ fn patch_handler(
     ))
 }
 
-fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions> {
+fn delete_options(query: &Query, headers: &HeaderMap, body: &[u8]) -> Result<DeleteOptions> {
     let mut options = if body.iter().all(u8::is_ascii_whitespace) {
         DeleteOptions::default()
     } else {
-        DeleteOptions::from_json(&patch::parse_json(body)?)
+        DeleteOptions::from_json(&BodyFormat::from_headers(headers)?.parse(body)?)
     };
     if let Some(g) = query.int("gracePeriodSeconds")? {
         options.grace_period_seconds.get_or_insert(g);
@@ -512,12 +512,12 @@ fn deleted_response(resource: &'static Resource, outcome: Deleted) -> Response<B
 fn delete(
     ctx: &Context,
     target: &Target,
-    query: &Query,
+    (query, headers): (&Query, &HeaderMap),
     body: &[u8],
     dry_run: bool,
 ) -> Result<Response<Body>> {
     require_namespace(target)?;
-    let mut options = delete_options(query, body)?;
+    let mut options = delete_options(query, headers, body)?;
     options.dry_run |= dry_run;
     let outcome = ctx.registry.delete(
         target.resource.storage(),
@@ -531,13 +531,13 @@ fn delete(
 fn delete_collection(
     ctx: &Context,
     target: &Target,
-    query: &Query,
+    (query, headers): (&Query, &HeaderMap),
     body: &[u8],
     dry_run: bool,
 ) -> Result<Response<Body>> {
     let resource = target.resource;
     let selector = selector(resource, query)?;
-    let mut options = delete_options(query, body)?;
+    let mut options = delete_options(query, headers, body)?;
     options.dry_run |= dry_run;
     let objects = ctx
         .registry

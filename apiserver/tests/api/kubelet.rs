@@ -285,7 +285,7 @@ async fn kubelet_conversation() {
         deleted["object"]["metadata"]["deletionGracePeriodSeconds"],
         0
     );
-    // The kubelet's default protobuf bodies are refused with the way out.
+    // A protobuf body of a kind the double does not read is refused with the way out.
     let r = raw(
         &api,
         "POST",

@@ -64,8 +64,6 @@ pub fn command(node: &Node<'_>) -> std::io::Result<Vec<String>> {
         format!("--root-dir={}", path(root)),
         // Its serving certificate, which it would otherwise write to /var/lib/kubelet/pki.
         format!("--cert-dir={}", path(node.dir.join("pki"))),
-        // The API server double reads JSON only (no protobuf yet).
-        "--kube-api-content-type=application/json".into(),
     ];
     if let Some(ip) = node_ip() {
         words.push(format!("--node-ip={ip}"));

@@ -4,7 +4,8 @@
 //!
 //! A body is the magic `k8s\0` followed by a `runtime.Unknown` whose `typeMeta` names the
 //! kind and whose `raw` holds the object's message. Read are the kinds `kubectl create
-//! namespace|configmap|secret|serviceaccount` send; any other kind is a 415 that says what to do instead.
+//! namespace|configmap|secret|serviceaccount` send and those the kubelet writes
+//! ([`kubelet`]); any other kind is a 415 that says what to do instead.
 //! Responses stay JSON, which every client that sends protobuf also accepts.
 
 use std::collections::BTreeMap;
@@ -17,12 +18,26 @@ use serde_json::{Map, Value, json};
 
 use crate::status::{Error, Result};
 
+mod kubelet;
+
 /// The protobuf media type of the Kubernetes API.
 pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 const MAGIC: &[u8] = b"k8s\0";
 
-/// The kinds whose protobuf bodies are read.
-pub const KINDS: [&str; 4] = ["Namespace", "ConfigMap", "Secret", "ServiceAccount"];
+/// The kinds whose protobuf bodies are read: what `kubectl create <kind>` and the kubelet
+/// (with its default content type) send.
+pub const KINDS: [&str; 10] = [
+    "Namespace",
+    "ConfigMap",
+    "Secret",
+    "ServiceAccount",
+    "Node",
+    "Lease",
+    "Event",
+    "CSINode",
+    "TokenRequest",
+    "DeleteOptions",
+];
 
 /// Decodes a protobuf request body into the object's JSON.
 pub fn decode(body: &[u8]) -> Result<Value> {
@@ -41,6 +56,21 @@ pub fn decode(body: &[u8]) -> Result<Value> {
         ("v1", "ServiceAccount") => {
             service_account(core::ServiceAccount::decode(&raw[..]).map_err(invalid)?)
         }
+        ("v1", "Node") => kubelet::node(core::Node::decode(&raw[..]).map_err(invalid)?),
+        ("v1", "Event") => kubelet::event(core::Event::decode(&raw[..]).map_err(invalid)?),
+        ("coordination.k8s.io/v1", "Lease") => {
+            kubelet::lease(k8s_pb::api::coordination::v1::Lease::decode(&raw[..]).map_err(invalid)?)
+        }
+        ("storage.k8s.io/v1", "CSINode") => {
+            kubelet::csi_node(k8s_pb::api::storage::v1::CSINode::decode(&raw[..]).map_err(invalid)?)
+        }
+        // Sent with the group version of the resource being deleted.
+        (_, "DeleteOptions") => {
+            kubelet::delete_options(meta::DeleteOptions::decode(&raw[..]).map_err(invalid)?)
+        }
+        ("authentication.k8s.io/v1", "TokenRequest") => kubelet::token_request(
+            k8s_pb::api::authentication::v1::TokenRequest::decode(&raw[..]).map_err(invalid)?,
+        ),
         _ => {
             return Err(Error::UnsupportedMediaType {
                 content_type: format!("{MEDIA_TYPE} ({api_version}, Kind={kind})"),
@@ -57,7 +87,7 @@ fn invalid(error: prost::DecodeError) -> Error {
 }
 
 /// Inserts `value` under `key` unless it is empty.
-fn put(map: &mut Map<String, Value>, key: &str, value: Value) {
+pub(crate) fn put(map: &mut Map<String, Value>, key: &str, value: Value) {
     let empty = match &value {
         Value::Null => true,
         Value::String(s) => s.is_empty(),
@@ -70,12 +100,12 @@ fn put(map: &mut Map<String, Value>, key: &str, value: Value) {
     }
 }
 
-fn strings(map: BTreeMap<String, String>) -> Value {
+pub(crate) fn strings(map: BTreeMap<String, String>) -> Value {
     Value::Object(map.into_iter().map(|(k, v)| (k, v.into())).collect())
 }
 
 /// The client-settable part of `ObjectMeta` (the server sets the rest).
-fn object_meta(m: Option<meta::ObjectMeta>) -> Value {
+pub(crate) fn object_meta(m: Option<meta::ObjectMeta>) -> Value {
     let m = m.unwrap_or_default();
     let mut out = Map::new();
     put(&mut out, "name", m.name.into());
@@ -260,7 +290,7 @@ mod tests {
         assert_eq!(decode(b"{}").unwrap_err().code(), 400);
         assert_eq!(decode(b"k8s\0\xff\xff").unwrap_err().code(), 400);
         assert_eq!(
-            decode(&envelope("Node", Vec::new())).unwrap_err().code(),
+            decode(&envelope("Pod", Vec::new())).unwrap_err().code(),
             415
         );
     }
