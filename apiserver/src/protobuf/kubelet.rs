@@ -10,7 +10,7 @@ use k8s_pb::apimachinery::pkg::api::resource::Quantity;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use serde_json::{Map, Value, json};
 
-use super::{object_meta, put};
+use super::{object_meta, object_reference, put};
 
 /// A `metav1.Time` as JSON carries it: RFC 3339 in seconds.
 fn time(t: Option<meta::Time>) -> Value {
@@ -38,19 +38,6 @@ fn quantities(map: impl IntoIterator<Item = (String, Quantity)>) -> Value {
             .map(|(k, q)| (k, q.string.unwrap_or_default().into()))
             .collect(),
     )
-}
-
-fn object_reference(r: Option<core::ObjectReference>) -> Value {
-    let Some(r) = r else { return Value::Null };
-    let mut o = Map::new();
-    put(&mut o, "kind", r.kind.into());
-    put(&mut o, "namespace", r.namespace.into());
-    put(&mut o, "name", r.name.into());
-    put(&mut o, "uid", r.uid.into());
-    put(&mut o, "apiVersion", r.api_version.into());
-    put(&mut o, "resourceVersion", r.resource_version.into());
-    put(&mut o, "fieldPath", r.field_path.into());
-    Value::Object(o)
 }
 
 /// The Node a kubelet registers: labels, taints, capacity, conditions, addresses, …

@@ -192,17 +192,7 @@ fn service_account(sa: core::ServiceAccount) -> Map<String, Value> {
     let secrets: Vec<Value> = sa
         .secrets
         .into_iter()
-        .map(|r| {
-            let mut o = Map::new();
-            put(&mut o, "kind", r.kind.into());
-            put(&mut o, "namespace", r.namespace.into());
-            put(&mut o, "name", r.name.into());
-            put(&mut o, "uid", r.uid.into());
-            put(&mut o, "apiVersion", r.api_version.into());
-            put(&mut o, "resourceVersion", r.resource_version.into());
-            put(&mut o, "fieldPath", r.field_path.into());
-            Value::Object(o)
-        })
+        .map(|r| object_reference(Some(r)))
         .collect();
     put(&mut out, "secrets", secrets.into());
     let pull: Vec<Value> = sa
@@ -215,6 +205,20 @@ fn service_account(sa: core::ServiceAccount) -> Map<String, Value> {
         out.insert("automountServiceAccountToken".into(), automount.into());
     }
     out
+}
+
+/// An `ObjectReference` (a service account's secrets, an event's object).
+pub(crate) fn object_reference(r: Option<core::ObjectReference>) -> Value {
+    let Some(r) = r else { return Value::Null };
+    let mut o = Map::new();
+    put(&mut o, "kind", r.kind.into());
+    put(&mut o, "namespace", r.namespace.into());
+    put(&mut o, "name", r.name.into());
+    put(&mut o, "uid", r.uid.into());
+    put(&mut o, "apiVersion", r.api_version.into());
+    put(&mut o, "resourceVersion", r.resource_version.into());
+    put(&mut o, "fieldPath", r.field_path.into());
+    Value::Object(o)
 }
 
 /// Bytes as JSON carries them: base64.
