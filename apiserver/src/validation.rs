@@ -105,35 +105,38 @@ fn diff(sent: &Value, kept: &Value, path: &str, out: &mut Vec<String>) {
 /// The unknown fields of a full object body, as `spec.containers[0].foo` paths. A body that
 /// does not decode as its kind at all is left to the other validation.
 pub fn unknown_fields(resource: &Resource, obj: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(Ok(kept)) = typed(resource, obj) {
-        diff(obj, &kept, "", &mut out);
+    match typed(resource, obj) {
+        Some(Ok(kept)) => unknown_in(obj, &kept),
+        _ => Vec::new(),
     }
+}
+
+/// What was sent and did not survive the round trip through the typed object.
+fn unknown_in(sent: &Value, kept: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    diff(sent, kept, "", &mut out);
     out
 }
 
-/// A value of the wrong type, as kube-apiserver's decoder reports it.
-fn decoding_error(resource: &Resource, obj: &Value) -> Result<()> {
-    match typed(resource, obj) {
+/// Refuses values of the wrong type as kube-apiserver's decoder does, then applies the
+/// directive: `Err` for `Strict` with unknown fields, else the warnings to send.
+pub fn check(resource: &Resource, obj: &Value, directive: Directive) -> Result<Vec<String>> {
+    let kept = match typed(resource, obj) {
+        Some(Ok(kept)) => kept,
+        // Missing required fields are validation's to report, not the decoder's.
         Some(Err(problem)) if !problem.contains("missing field") => {
-            Err(Error::bad_request(format!(
+            return Err(Error::bad_request(format!(
                 "{kind} in version \"{version}\" cannot be handled as a {kind}: {problem}",
                 kind = resource.kind,
                 version = resource.version,
-            )))
+            )));
         }
-        _ => Ok(()),
-    }
-}
-
-/// Refuses values of the wrong type, then applies the directive: `Err` for `Strict` with
-/// unknown fields, else the warnings to send.
-pub fn check(resource: &Resource, obj: &Value, directive: Directive) -> Result<Vec<String>> {
-    decoding_error(resource, obj)?;
+        Some(Err(_)) | None => return Ok(Vec::new()),
+    };
     if directive == Directive::Ignore {
         return Ok(Vec::new());
     }
-    let unknown = unknown_fields(resource, obj);
+    let unknown = unknown_in(obj, &kept);
     if directive == Directive::Strict && !unknown.is_empty() {
         let list: Vec<String> = unknown
             .iter()
