@@ -8,7 +8,7 @@ pub(crate) mod tagged;
 
 pub use duration::CaseDuration;
 pub use load::{CaseId, Loaded, LoadedCase, load_dir, load_file};
-pub use model::{Case, Delete, Fault, Object, Requirement, Step};
+pub use model::{Case, Delete, Fault, Object, Requirement, Step, UpstreamTest};
 pub use pattern::{
     ConditionPattern, ConditionStatus, ContainerPattern, ContainerStateKind, NodeExpectation,
     Phase, PodExpectation, PodPattern, RuntimeExpectation,

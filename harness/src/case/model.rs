@@ -18,6 +18,10 @@ pub struct Case {
     pub name: String,
     /// Which upstream behaviour or test this case mirrors.
     pub description: String,
+    /// The upstream tests this case mirrors, by their full Ginkgo names as
+    /// `cases/coverage.yaml` lists them; empty for a case that goes beyond upstream.
+    #[serde(default)]
+    pub upstream: Vec<UpstreamTest>,
     /// Free-form tags for `--tag` filtering (e.g. `conformance`, `slow`).
     #[serde(default)]
     pub tags: BTreeSet<String>,
@@ -34,6 +38,17 @@ pub struct Case {
     pub objects: Vec<Object>,
     /// What the case does and checks, in order.
     pub steps: Vec<Step>,
+}
+
+/// An upstream e2e test a case mirrors.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamTest {
+    /// The test's full name (`[sig-node] Pods should … [NodeConformance] [Conformance]`).
+    pub test: String,
+    /// What of the test the case does not check, when it covers it only in part.
+    #[serde(default)]
+    pub partly: Option<String>,
 }
 
 fn default_timeout() -> CaseDuration {
