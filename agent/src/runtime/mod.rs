@@ -11,20 +11,23 @@
 //! [`client`] ([`Runtime`]: the connection, one timed and counted call, runtime
 //! status, exec and events), [`config`] (sandbox and container configs, the pod
 //! directory), [`lifecycle`] (run, pull, create, start, stop, remove),
-//! [`status`] (reading a pod's state back, the relist) and [`termination`]
-//! (termination messages, from the file or the log).
+//! [`status`] (reading a pod's state back, the relist), [`logs`] (where a
+//! container's log is) and [`termination`] (termination messages, from the
+//! file or the log).
 
 mod client;
 mod config;
 mod error;
 mod labels;
 mod lifecycle;
+mod logs;
 mod status;
 mod termination;
 
 pub use client::{Readiness, Runtime, pod_key};
 pub use error::{Error, Result};
 pub use labels::*;
+pub use logs::ContainerLog;
 pub use status::{
     Container, ContainerState, ListedContainer, ListedSandbox, PodStatus, Sandbox, StatusCache,
     timestamp,
