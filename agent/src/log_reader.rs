@@ -35,28 +35,27 @@ pub struct Options {
     pub follow: bool,
 }
 
-/// Errors opening a log, worded as the kubelet words them (its answer to the client).
+/// Errors opening a log, worded as the kubelet words them: the text is its answer
+/// to the client, so it carries the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The file cannot be opened.
-    #[error("failed to open log file {:?}: {source}", path.display().to_string())]
+    #[error("failed to open log file {:?}: {error}", path.display().to_string())]
     Open {
         /// The log file.
         path: PathBuf,
         /// The cause.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
     /// The start of the tail cannot be found.
-    #[error("failed to tail {lines} lines of log file {:?}: {source}", path.display().to_string())]
+    #[error("failed to tail {lines} lines of log file {:?}: {error}", path.display().to_string())]
     Tail {
         /// How many lines were asked for.
         lines: u64,
         /// The log file.
         path: PathBuf,
         /// The cause.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
 }
 
@@ -82,23 +81,23 @@ pub async fn open(path: &Path, options: Options) -> Result<Log, Error> {
     let owned = path.to_path_buf();
     let tail = options.tail;
     let opened = tokio::task::spawn_blocking(move || {
-        let mut file = std::fs::File::open(&owned).map_err(|source| Error::Open {
+        let mut file = std::fs::File::open(&owned).map_err(|error| Error::Open {
             path: owned.clone(),
-            source,
+            error,
         })?;
         let start = match tail {
-            Some(lines) => tail_start(&mut file, lines).map_err(|source| Error::Tail {
+            Some(lines) => tail_start(&mut file, lines).map_err(|error| Error::Tail {
                 lines,
                 path: owned.clone(),
-                source,
+                error,
             })?,
             None => 0,
         };
         file.seek(SeekFrom::Start(start))
-            .map_err(|source| Error::Tail {
+            .map_err(|error| Error::Tail {
                 lines: tail.unwrap_or(0),
                 path: owned.clone(),
-                source,
+                error,
             })?;
         Ok((file, start))
     })
@@ -106,7 +105,7 @@ pub async fn open(path: &Path, options: Options) -> Result<Log, Error> {
     .unwrap_or_else(|e| {
         Err(Error::Open {
             path: path.to_path_buf(),
-            source: io::Error::other(e),
+            error: io::Error::other(e),
         })
     });
     let (file, position) = opened?;

@@ -55,14 +55,13 @@ pub enum Error {
         /// The container ID as the pod status gives it (`runtime://id`).
         container_id: String,
     },
-    /// The pod could not be read from the API server.
-    #[error("reading pod {pod:?}")]
+    /// The pod could not be read from the API server (the answer carries the cause).
+    #[error("reading pod {pod:?}: {error}")]
     Api {
         /// The pod name.
         pod: String,
         /// The client error.
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
     /// The log file cannot be read.
     #[error(transparent)]
@@ -246,9 +245,9 @@ pub async fn open(
     let pod = pods
         .get_opt(pod_name)
         .await
-        .map_err(|source| Error::Api {
+        .map_err(|error| Error::Api {
             pod: pod_name.to_owned(),
-            source,
+            error,
         })?
         .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&ctx.node_name))
         .ok_or_else(|| Error::PodNotFound {
