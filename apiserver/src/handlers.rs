@@ -58,7 +58,9 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
     }
     let route = route?;
     let query = Query::parse(parts.uri.query());
-    if !h::accepts_json(&parts.headers) && !matches!(route, Route::OpenApiV2) {
+    // Logs are text: a client may accept only `text/plain`.
+    let text = matches!(&route, Route::Object(t) if t.subresource.as_deref() == Some("log"));
+    if !h::accepts_json(&parts.headers) && !matches!(route, Route::OpenApiV2) && !text {
         return Err(Error::NotAcceptable);
     }
     let target = match route {

@@ -183,6 +183,10 @@ async fn logs_are_proxied_to_the_kubelet_with_upstreams_mapping() {
     )
     .await;
     assert_eq!((ok.status, ok.content_type.as_str()), (200, "text/plain"));
+    assert_eq!(&ok.body[..], b"hello\nworld\n");
+    let path = "/api/v1/namespaces/default/pods/p/log?container=c";
+    let text_only = raw(&api, "GET", path, &[("accept", "text/plain")], "").await;
+    assert_eq!(text_only.status, 200);
     let post = raw(
         &api,
         "POST",
