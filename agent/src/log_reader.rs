@@ -230,7 +230,7 @@ impl Log {
                     if !still_running {
                         break;
                     }
-                    if !flush(&out, &mut pending).await {
+                    if !flush(&out, &mut pending, &mut shutdown).await {
                         return;
                     }
                     still_running = running().await;
@@ -265,20 +265,36 @@ impl Log {
                 }
             }
             line.clear();
-            if pending.len() >= CHUNK && !flush(&out, &mut pending).await {
+            if pending.len() >= CHUNK && !flush(&out, &mut pending, &mut shutdown).await {
                 return;
             }
         }
-        flush(&out, &mut pending).await;
+        flush(&out, &mut pending, &mut shutdown).await;
     }
 }
 
-/// Sends what is pending; `false` when the client went away.
-async fn flush(out: &mpsc::Sender<Bytes>, pending: &mut Vec<u8>) -> bool {
+/// Sends what is pending; `false` when the client went away or the agent
+/// stops (a client that stops reading holds the send, not the agent).
+async fn flush(
+    out: &mpsc::Sender<Bytes>,
+    pending: &mut Vec<u8>,
+    shutdown: &mut watch::Receiver<bool>,
+) -> bool {
     if pending.is_empty() {
         return true;
     }
-    out.send(Bytes::from(std::mem::take(pending))).await.is_ok()
+    let chunk = Bytes::from(std::mem::take(pending));
+    tokio::select! {
+        sent = out.send(chunk) => sent.is_ok(),
+        () = stopping(shutdown) => false,
+    }
+}
+
+/// Resolves once the agent stops (never, when nothing can stop it any more).
+async fn stopping(shutdown: &mut watch::Receiver<bool>) {
+    if shutdown.wait_for(|stop| *stop).await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// Waits until the file grows past `position` or a state check is due;
@@ -293,10 +309,7 @@ async fn wait_for_growth(
         tokio::select! {
             _ = tokio::time::sleep(POLL) => {}
             _ = out.closed() => return false,
-            _ = shutdown.changed() => return false,
-        }
-        if *shutdown.borrow() {
-            return false;
+            () = stopping(shutdown) => return false,
         }
         let len = tokio::fs::metadata(path).await.map_or(0, |m| m.len());
         if len > position {
@@ -462,6 +475,26 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), task)
             .await
             .expect("the follower noticed the closed client")
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn follow_ends_when_the_agent_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0.log");
+        std::fs::write(&path, "").unwrap();
+        let options = Options {
+            follow: true,
+            ..Options::default()
+        };
+        let log = open(&path, options).await.unwrap();
+        let (tx, _rx) = mpsc::channel(4);
+        let (stop, shutdown) = watch::channel(false);
+        let task = tokio::spawn(log.stream(tx, || async { true }, shutdown));
+        stop.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .expect("the follower stopped with the agent")
             .unwrap();
     }
 
