@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::locate::Anchor;
 use super::manifest::unknown_manifest_fields;
 use super::model::Case;
 use super::validate::validate;
@@ -71,42 +72,45 @@ pub struct Loaded {
     pub errors: Vec<Error>,
 }
 
-/// Loads every `*.yaml` (and `*.yml`) under `dir/<area>/`; never stops at the first broken file.
+/// Files directly in the cases directory that are not cases.
+const NOT_CASES: &[&str] = &["coverage.yaml"];
+
+/// Loads every `*.yaml` (and `*.yml`) under `dir/<area>/`, and those directly in `dir`
+/// (their area from their `area:` field, default `misc`); never stops at the first broken file.
 pub fn load_dir(dir: &Path) -> Loaded {
     let mut loaded = Loaded::default();
-    let mut files = Vec::new();
-    match std::fs::read_dir(dir) {
-        Ok(areas) => {
-            for area in areas.flatten() {
-                let area_path = area.path();
-                if !area_path.is_dir() {
-                    continue;
-                }
-                match std::fs::read_dir(&area_path) {
-                    Ok(entries) => {
-                        for entry in entries.flatten() {
-                            let p = entry.path();
-                            let ext = p.extension().and_then(|e| e.to_str());
-                            if p.is_file() && matches!(ext, Some("yaml" | "yml")) {
-                                files.push(p);
-                            }
-                        }
-                    }
-                    Err(source) => loaded.errors.push(Error::Read {
-                        path: area_path,
-                        source,
-                    }),
+    // (file, the area folder it is in: None directly in `dir`)
+    let mut files: Vec<(PathBuf, Option<String>)> = Vec::new();
+    let read = |path: &Path, errors: &mut Vec<Error>| match std::fs::read_dir(path) {
+        Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
+        Err(source) => {
+            errors.push(Error::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+            Vec::new()
+        }
+    };
+    for path in read(dir, &mut loaded.errors) {
+        if path.is_dir() {
+            let area = path.file_name().and_then(|n| n.to_str()).map(str::to_owned);
+            for file in read(&path, &mut loaded.errors) {
+                if is_case_file(&file) {
+                    files.push((file, area.clone()));
                 }
             }
+        } else if is_case_file(&path)
+            && !path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| NOT_CASES.contains(&n))
+        {
+            files.push((path, None));
         }
-        Err(source) => loaded.errors.push(Error::Read {
-            path: dir.to_path_buf(),
-            source,
-        }),
     }
     files.sort();
-    for file in files {
-        match load_file(&file) {
+    for (file, folder) in files {
+        match load_placed(&file, folder.as_deref()) {
             Ok(case) => loaded.cases.push(case),
             Err(errors) => loaded.errors.extend(errors),
         }
@@ -115,26 +119,50 @@ pub fn load_dir(dir: &Path) -> Loaded {
     loaded
 }
 
-/// Loads one case file; its area is its parent directory's name.
+fn is_case_file(path: &Path) -> bool {
+    let ext = path.extension().and_then(|e| e.to_str());
+    path.is_file() && matches!(ext, Some("yaml" | "yml"))
+}
+
+/// Loads one case file of an area folder; its area is that folder's name.
 pub fn load_file(path: &Path) -> Result<LoadedCase, Vec<Error>> {
+    let folder = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        .unwrap_or("cases");
+    load_placed(path, Some(folder))
+}
+
+/// Loads a case file found in the area folder `folder`, or directly in the cases directory (`None`).
+fn load_placed(path: &Path, folder: Option<&str>) -> Result<LoadedCase, Vec<Error>> {
     let text = std::fs::read_to_string(path).map_err(|source| {
         vec![Error::Read {
             path: path.to_path_buf(),
             source,
         }]
     })?;
-    let area = path
-        .parent()
-        .and_then(|p| p.file_name())
-        .and_then(|n| n.to_str())
-        .unwrap_or("cases")
-        .to_string();
     let stem = path
         .file_stem()
         .and_then(|n| n.to_str())
         .unwrap_or_default()
         .to_string();
     let case = parse_str(path, &text, &stem)?;
+    let area = match (folder, case.area.as_deref()) {
+        (Some(folder), Some(declared)) if folder != declared => {
+            let (line, column) = Anchor::TopKey("area").locate(&text);
+            return Err(vec![Error::Invalid {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: format!(
+                    "area `{declared}` differs from the folder `{folder}`: expected `{folder}` or no `area` (a case's area is its folder)"
+                ),
+            }]);
+        }
+        (Some(folder), _) => folder.to_string(),
+        (None, declared) => declared.unwrap_or("misc").to_string(),
+    };
     Ok(LoadedCase {
         id: CaseId { area, name: stem },
         path: path.to_path_buf(),
@@ -407,5 +435,34 @@ steps:
         assert_eq!(loaded.errors.len(), 2, "{:?}", loaded.errors);
         assert!(loaded.errors[0].to_string().contains("bad1.yaml:16:5"));
         assert!(loaded.errors[1].to_string().contains("bad2.yaml:1:"));
+    }
+
+    #[test]
+    fn files_directly_in_the_cases_dir_are_loaded_with_their_area() {
+        let dir = tempfile::tempdir().unwrap();
+        let area = dir.path().join("area");
+        std::fs::create_dir(&area).unwrap();
+        let named = |name: &str| GOOD.replace("name: good", &format!("name: {name}"));
+        std::fs::write(dir.path().join("loose.yaml"), named("loose")).unwrap();
+        std::fs::write(
+            dir.path().join("placed.yaml"),
+            named("placed").replace("tags:", "area: extra\ntags:"),
+        )
+        .unwrap();
+        std::fs::write(
+            area.join("moved.yaml"),
+            named("moved").replace("tags:", "area: other\ntags:"),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("coverage.yaml"), "not: a case").unwrap();
+        let loaded = load_dir(dir.path());
+        let ids: Vec<String> = loaded.cases.iter().map(|c| c.id.to_string()).collect();
+        assert_eq!(ids, ["extra::placed", "misc::loose"]);
+        assert_eq!(loaded.errors.len(), 1, "{:?}", loaded.errors);
+        let error = loaded.errors[0].to_string();
+        assert!(
+            error.contains("moved.yaml:3:1: area `other` differs from the folder `area`"),
+            "{error}"
+        );
     }
 }

@@ -5,6 +5,8 @@ pub mod load;
 mod locate;
 mod manifest;
 pub mod model;
+pub mod object_steps;
+pub mod observe;
 pub mod pattern;
 pub(crate) mod tagged;
 mod validate;
@@ -12,6 +14,8 @@ mod validate;
 pub use duration::CaseDuration;
 pub use load::{CaseId, Loaded, LoadedCase, load_dir, load_file};
 pub use model::{Case, Delete, Fault, Object, Requirement, Step, UpstreamTest};
+pub use object_steps::{DeleteObject, PatchStep, PatchType, Subresource, Target};
+pub use observe::{EventExpectation, EventPattern, EventSubject, EventType, LogExpectation};
 pub use pattern::{
     ConditionPattern, ConditionStatus, ContainerPattern, ContainerStateKind, NodeExpectation,
     Phase, PodExpectation, PodPattern, RuntimeExpectation,

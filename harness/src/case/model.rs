@@ -6,6 +6,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use serde::{Deserialize, Serialize};
 
 use super::duration::CaseDuration;
+use super::object_steps::{DeleteObject, PatchStep};
+use super::observe::{EventExpectation, LogExpectation};
 use super::pattern::{NodeExpectation, PodExpectation, RuntimeExpectation};
 use super::tagged::{TaggedEnum, tagged_deserialize};
 use serde::de::MapAccess;
@@ -18,6 +20,10 @@ pub struct Case {
     pub name: String,
     /// Which upstream behaviour or test this case mirrors.
     pub description: String,
+    /// The area (`deletion`, …): the case's folder under `cases/`; a file directly in
+    /// `cases/` takes it from here (default `misc`).
+    #[serde(default)]
+    pub area: Option<String>,
     /// The upstream tests this case mirrors, by their full Ginkgo names as
     /// `cases/coverage.yaml` lists them; empty for a case that goes beyond upstream.
     #[serde(default)]
@@ -121,6 +127,16 @@ pub enum Step {
     ExpectNode(NodeExpectation),
     /// What the node's container runtime holds for the pod; needs `requires: [runtime-control]`.
     ExpectRuntime(RuntimeExpectation),
+    /// Create a ConfigMap or Secret, or replace it if it exists.
+    Apply(Object),
+    /// Patch the pod (its spec or, with `subresource: status`, its status) or a ConfigMap/Secret.
+    Patch(PatchStep),
+    /// Delete a ConfigMap or Secret.
+    DeleteObject(DeleteObject),
+    /// Events about the pod or node that must (or must never) appear.
+    ExpectEvents(EventExpectation),
+    /// A container's log, read through `pods/log`, must match.
+    ExpectLogs(LogExpectation),
 }
 
 impl Step {
@@ -135,6 +151,11 @@ impl Step {
             Step::Expect(_) => "expect",
             Step::ExpectNode(_) => "expectNode",
             Step::ExpectRuntime(_) => "expectRuntime",
+            Step::Apply(_) => "apply",
+            Step::Patch(_) => "patch",
+            Step::DeleteObject(_) => "deleteObject",
+            Step::ExpectEvents(_) => "expectEvents",
+            Step::ExpectLogs(_) => "expectLogs",
         }
     }
 }
@@ -249,6 +270,15 @@ impl Case {
             .any(|s| matches!(s, Step::Fault(f) if f.is_node_wide()))
     }
 
+    /// Every object the case creates: `objects` and those of its `apply` steps.
+    pub fn created_objects(&self) -> Vec<Object> {
+        let applied = self.steps.iter().filter_map(|step| match step {
+            Step::Apply(object) => Some(object.clone()),
+            _ => None,
+        });
+        self.objects.iter().cloned().chain(applied).collect()
+    }
+
     /// The pod's name as written in the manifest.
     pub fn pod_name(&self) -> &str {
         self.pod.metadata.name.as_deref().unwrap_or_default()
@@ -285,6 +315,11 @@ impl TaggedEnum for Step {
         "expect",
         "expectNode",
         "expectRuntime",
+        "apply",
+        "patch",
+        "deleteObject",
+        "expectEvents",
+        "expectLogs",
     ];
     fn unit(tag: &str) -> Option<Self> {
         match tag {
@@ -306,6 +341,11 @@ impl TaggedEnum for Step {
             "expect" => Some(Step::Expect(map.next_value()?)),
             "expectNode" => Some(Step::ExpectNode(map.next_value()?)),
             "expectRuntime" => Some(Step::ExpectRuntime(map.next_value()?)),
+            "apply" => Some(Step::Apply(map.next_value()?)),
+            "patch" => Some(Step::Patch(map.next_value()?)),
+            "deleteObject" => Some(Step::DeleteObject(map.next_value()?)),
+            "expectEvents" => Some(Step::ExpectEvents(map.next_value()?)),
+            "expectLogs" => Some(Step::ExpectLogs(map.next_value()?)),
             _ => None,
         })
     }

@@ -93,6 +93,12 @@ pub struct PodPattern {
     /// `status.message` contains.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `status.message` equals (`""`: no message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_equals: Option<String>,
+    /// `status.hostIP` (and `hostIPs[0]`): `present`, or `nodeInternalIP` (the node's `InternalIP` address).
+    #[serde(default, rename = "hostIP", skip_serializing_if = "Option::is_none")]
+    pub host_ip: Option<HostIp>,
     /// `metadata.deletionTimestamp` is set (true) or not (false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deleting: Option<bool>,
@@ -116,12 +122,28 @@ impl PodPattern {
         self.phase.is_some()
             || self.reason.is_some()
             || self.message.is_some()
+            || self.message_equals.is_some()
+            || self.host_ip.is_some()
             || self.deleting.is_some()
             || self.has_pod_ip.is_some()
             || !self.conditions.is_empty()
             || !self.containers.is_empty()
             || !self.init_containers.is_empty()
     }
+}
+
+/// What `status.hostIP` must be.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub enum HostIp {
+    /// Set and non-empty.
+    #[serde(rename = "present")]
+    Present,
+    /// The `InternalIP` address of the node under test.
+    #[serde(rename = "nodeInternalIP")]
+    NodeInternalIp,
+    /// This address: what the runner makes of `nodeInternalIP` once it has read the node.
+    #[serde(rename = "is", skip_deserializing)]
+    Is(String),
 }
 
 /// A condition of a pod or node.
@@ -180,6 +202,16 @@ pub struct ContainerPattern {
     /// `waiting.message` or `terminated.message` contains.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `waiting.message` or `terminated.message` equals (`""`: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_equals: Option<String>,
+    /// `imageID` is set (the runtime's image reference).
+    #[serde(
+        default,
+        rename = "hasImageID",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub has_image_id: Option<bool>,
     /// `restartCount` equals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_count: Option<i32>,

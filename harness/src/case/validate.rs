@@ -2,7 +2,8 @@
 //! sensible order, patterns that name the pod's containers.
 
 use super::locate::{Anchor, Problem, problem};
-use super::model::{Case, Fault, Requirement, Step};
+use super::model::{Case, Fault, Object, Requirement, Step};
+use super::object_steps::{PatchType, Target};
 use super::pattern::{ContainerPattern, PodPattern};
 
 fn is_dns_label(s: &str) -> bool {
@@ -23,6 +24,14 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
                 "name `{}` differs from the file name: expected `{stem}` (cases are named by their file)",
                 case.name
             ),
+        ));
+    }
+    if let Some(area) = &case.area
+        && !is_dns_label(area)
+    {
+        out.push(problem(
+            Anchor::TopKey("area"),
+            format!("area `{area}`: expected a DNS label (lowercase letters, digits, `-`)"),
         ));
     }
     if case.description.trim().is_empty() {
@@ -90,25 +99,7 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
         }
     }
     for object in &case.objects {
-        let meta = match object {
-            super::model::Object::ConfigMap(c) => &c.metadata,
-            super::model::Object::Secret(s) => &s.metadata,
-        };
-        if !meta.name.as_deref().is_some_and(is_dns_label) {
-            out.push(problem(
-                Anchor::TopKey("objects"),
-                format!("{}: expected metadata.name, a DNS label", object.describe()),
-            ));
-        }
-        if meta.namespace.is_some() {
-            out.push(problem(
-                Anchor::TopKey("objects"),
-                format!(
-                    "{}: metadata.namespace is set: expected none, the harness sets it",
-                    object.describe()
-                ),
-            ));
-        }
+        check_object(object, || Anchor::TopKey("objects"), &mut out);
     }
     let mut created = false;
     for (i, step) in case.steps.iter().enumerate() {
@@ -163,6 +154,82 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
                     ));
                 }
             }
+            Step::Apply(object) => check_object(object, here, &mut out),
+            Step::Patch(patch) => {
+                if patch.object == Target::Pod && !created {
+                    out.push(problem(here(), "`patch` of the pod before `create`"));
+                }
+                if patch.subresource.is_some() && patch.object != Target::Pod {
+                    out.push(problem(
+                        here(),
+                        format!("subresource: {} has no status subresource", patch.object),
+                    ));
+                }
+                let shape_ok = match patch.patch_type {
+                    PatchType::Json => patch.patch.is_array(),
+                    PatchType::Strategic | PatchType::Merge => patch.patch.is_object(),
+                };
+                if !shape_ok {
+                    out.push(problem(
+                        here(),
+                        "patch: expected a mapping (a list of operations for `type: json`)",
+                    ));
+                }
+            }
+            Step::DeleteObject(_) => {}
+            Step::ExpectEvents(events) => {
+                if events.events.is_empty() && events.never.is_empty() {
+                    out.push(problem(
+                        here(),
+                        "`expectEvents` with neither `events` nor `never`",
+                    ));
+                }
+                if events.events.is_empty() && events.hold.is_none() {
+                    out.push(problem(
+                        here(),
+                        "`never` without `events` needs `hold: <duration>`: how long to watch",
+                    ));
+                }
+            }
+            Step::ExpectLogs(logs) => {
+                if !created {
+                    out.push(problem(here(), "`expectLogs` before `create`"));
+                }
+                if !logs.checks() {
+                    out.push(problem(
+                        here(),
+                        "`expectLogs` checks nothing: expected `contains`, `equals`, `matches` or `lines`",
+                    ));
+                }
+                if let Some(Err(e)) = logs.matches.as_deref().map(regex::Regex::new) {
+                    out.push(problem(
+                        here(),
+                        format!("matches: invalid regular expression: {e}"),
+                    ));
+                }
+                match logs.container.as_deref() {
+                    None if containers.len() != 1 => out.push(problem(
+                        here(),
+                        format!(
+                            "the pod has {} containers: name one with `container:` (one of [{}])",
+                            containers.len(),
+                            containers.join(", ")
+                        ),
+                    )),
+                    Some(name)
+                        if !containers.contains(&name) && !init_containers.contains(&name) =>
+                    {
+                        out.push(problem(
+                            here(),
+                            format!(
+                                "no container `{name}` in the pod: expected one of [{}]",
+                                containers.join(", ")
+                            ),
+                        ));
+                    }
+                    _ => {}
+                }
+            }
             Step::Expect(expect) => {
                 if !created {
                     out.push(problem(
@@ -212,6 +279,29 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
     out
 }
 
+/// An object a case creates: a DNS-label name, no namespace (the harness sets it).
+fn check_object(object: &Object, anchor: impl Fn() -> Anchor, out: &mut Vec<Problem>) {
+    let meta = match object {
+        Object::ConfigMap(c) => &c.metadata,
+        Object::Secret(s) => &s.metadata,
+    };
+    if !meta.name.as_deref().is_some_and(is_dns_label) {
+        out.push(problem(
+            anchor(),
+            format!("{}: expected metadata.name, a DNS label", object.describe()),
+        ));
+    }
+    if meta.namespace.is_some() {
+        out.push(problem(
+            anchor(),
+            format!(
+                "{}: metadata.namespace is set: expected none, the harness sets it",
+                object.describe()
+            ),
+        ));
+    }
+}
+
 fn check_pattern(
     p: &PodPattern,
     which: &str,
@@ -229,7 +319,7 @@ fn check_pattern(
     if !p.gone && !p.checks_fields() {
         out.push(problem(
             Anchor::Step(step),
-            format!("{which}: an empty pattern: expected at least one of phase, conditions, containers, initContainers, reason, message, deleting, hasPodIp, gone"),
+            format!("{which}: an empty pattern: expected at least one of phase, conditions, containers, initContainers, reason, message, messageEquals, hostIP, deleting, hasPodIp, gone"),
         ));
     }
     for (names, map, field) in [

@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStatus, Pod};
 
-use crate::case::pattern::LastStatePattern;
+use crate::case::pattern::{HostIp, LastStatePattern};
 use crate::case::{ConditionPattern, ContainerPattern, ContainerStateKind, PodPattern};
 
 use super::timeline::State;
@@ -36,6 +36,34 @@ pub fn pod_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
             return Some(format!(
                 "status.message {seen:?} does not contain {message:?}"
             ));
+        }
+    }
+    if let Some(want) = &pattern.message_equals {
+        let seen = status.and_then(|s| s.message.as_deref()).unwrap_or("");
+        if seen != want {
+            return Some(format!("status.message is {seen:?}, expected {want:?}"));
+        }
+    }
+    if let Some(want) = &pattern.host_ip {
+        let seen = status.and_then(|s| s.host_ip.as_deref()).unwrap_or("");
+        let listed = status
+            .and_then(|s| s.host_ips.as_ref())
+            .and_then(|ips| ips.first())
+            .map_or("", |ip| ip.ip.as_str());
+        let problem = match want {
+            _ if seen.is_empty() => Some("hostIP is not set".to_string()),
+            _ if listed != seen => Some(format!("hostIPs[0] is {listed:?}, hostIP {seen:?}")),
+            HostIp::Present => None,
+            HostIp::NodeInternalIp => {
+                Some("hostIP cannot be compared: the node's InternalIP is unknown".to_string())
+            }
+            HostIp::Is(ip) if ip != seen => Some(format!(
+                "hostIP is {seen}, expected the node's InternalIP {ip}"
+            )),
+            HostIp::Is(_) => None,
+        };
+        if problem.is_some() {
+            return problem;
         }
     }
     if let Some(deleting) = pattern.deleting {
@@ -204,6 +232,18 @@ fn container_mismatch(cp: &ContainerPattern, cs: &ContainerStatus) -> Option<Str
         let seen = state_message(state).unwrap_or("");
         if !seen.contains(want.as_str()) {
             return Some(format!("message {seen:?} does not contain {want:?}"));
+        }
+    }
+    if let Some(want) = &cp.message_equals {
+        let seen = state_message(state).unwrap_or("");
+        if seen != want {
+            return Some(format!("message is {seen:?}, expected {want:?}"));
+        }
+    }
+    if let Some(want) = cp.has_image_id {
+        let seen = !cs.image_id.is_empty();
+        if seen != want {
+            return Some(format!("imageID set: {seen}, expected {want}"));
         }
     }
     if let Some(want) = cp.restart_count

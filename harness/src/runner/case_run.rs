@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, Toleration};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Toleration};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use rand::Rng;
@@ -11,10 +11,10 @@ use tokio::time::Instant;
 
 use super::janitor::Janitor;
 use super::recorder::Recorder;
+use super::{objects, observe};
 use crate::backend::{NodeHandle, Nodes};
-use crate::case::{
-    Case, LoadedCase, NodeExpectation, Object, PodExpectation, RuntimeExpectation, Step,
-};
+use crate::case::pattern::HostIp;
+use crate::case::{Case, LoadedCase, NodeExpectation, PodExpectation, RuntimeExpectation, Step};
 use crate::expect::{self, Progress, Start};
 use crate::report::{CaseReport, Outcome};
 
@@ -103,7 +103,7 @@ pub async fn run(
     report.node = Some(node.name.clone());
     let namespace = namespace_name(loaded);
     report.namespace = Some(namespace.clone());
-    janitor.register(&namespace, &case.objects);
+    janitor.register(&namespace, &case.created_objects());
 
     let outcome = run_in_namespace(client, case, &namespace, &node, start).await;
     let (errors, states) = match outcome {
@@ -221,6 +221,38 @@ impl Ctx<'_> {
                 Step::Expect(exp) => self.expect(exp).await.map_err(err)?,
                 Step::ExpectNode(exp) => self.expect_node(exp).await.map_err(err)?,
                 Step::ExpectRuntime(exp) => self.expect_runtime(exp).await.map_err(err)?,
+                Step::Apply(object) => objects::create(&self.client, &self.namespace, object, true)
+                    .await
+                    .map_err(err)?,
+                Step::Patch(patch) => {
+                    objects::patch(&self.client, &self.namespace, self.case.pod_name(), patch)
+                        .await
+                        .map_err(err)?;
+                }
+                Step::DeleteObject(object) => {
+                    objects::delete(&self.client, &self.namespace, object)
+                        .await
+                        .map_err(err)?
+                }
+                Step::ExpectEvents(exp) => {
+                    let subject = observe::Subject {
+                        namespace: &self.namespace,
+                        pod: self.case.pod_name(),
+                        node: &self.node.name,
+                    };
+                    observe::expect_events(&self.client, &subject, exp, self.deadline)
+                        .await
+                        .map_err(err)?;
+                }
+                Step::ExpectLogs(exp) => observe::expect_logs(
+                    &self.client,
+                    &self.namespace,
+                    self.case.pod_name(),
+                    exp,
+                    self.deadline,
+                )
+                .await
+                .map_err(err)?,
             }
         }
         Ok(())
@@ -228,25 +260,7 @@ impl Ctx<'_> {
 
     async fn create(&mut self) -> Result<(), String> {
         for object in &self.case.objects {
-            let result = match object {
-                Object::ConfigMap(c) => {
-                    let mut c = (**c).clone();
-                    c.metadata.namespace = Some(self.namespace.clone());
-                    Api::<ConfigMap>::namespaced(self.client.clone(), &self.namespace)
-                        .create(&PostParams::default(), &c)
-                        .await
-                        .map(|_| ())
-                }
-                Object::Secret(s) => {
-                    let mut s = (**s).clone();
-                    s.metadata.namespace = Some(self.namespace.clone());
-                    Api::<Secret>::namespaced(self.client.clone(), &self.namespace)
-                        .create(&PostParams::default(), &s)
-                        .await
-                        .map(|_| ())
-                }
-            };
-            result.map_err(|e| format!("creating {}: {e}", object.describe()))?;
+            objects::create(&self.client, &self.namespace, object, false).await?;
         }
         let mut pod = (*self.case.pod).clone();
         pod.metadata.namespace = Some(self.namespace.clone());
@@ -303,6 +317,17 @@ impl Ctx<'_> {
     }
 
     async fn expect(&mut self, exp: &PodExpectation) -> Result<(), String> {
+        let resolved;
+        let exp = if exp
+            .states
+            .iter()
+            .any(|p| p.host_ip == Some(HostIp::NodeInternalIp))
+        {
+            resolved = self.with_node_ip(exp).await?;
+            &resolved
+        } else {
+            exp
+        };
         let start = Start {
             cursor: self.cursor,
             at: self.now(),
@@ -343,6 +368,29 @@ impl Ctx<'_> {
                 }
             }
         }
+    }
+
+    /// `exp` with `hostIP: nodeInternalIP` replaced by the node's `InternalIP` address.
+    async fn with_node_ip(&self, exp: &PodExpectation) -> Result<PodExpectation, String> {
+        let node = Api::<Node>::all(self.client.clone())
+            .get(&self.node.name)
+            .await
+            .map_err(|e| format!("reading node {}: {e}", self.node.name))?;
+        let ip = node
+            .status
+            .and_then(|s| s.addresses)
+            .into_iter()
+            .flatten()
+            .find(|a| a.type_ == "InternalIP")
+            .map(|a| a.address)
+            .ok_or_else(|| format!("node {} has no InternalIP address", self.node.name))?;
+        let mut exp = exp.clone();
+        for pattern in &mut exp.states {
+            if pattern.host_ip == Some(HostIp::NodeInternalIp) {
+                pattern.host_ip = Some(HostIp::Is(ip.clone()));
+            }
+        }
+        Ok(exp)
     }
 
     async fn expect_runtime(&mut self, exp: &RuntimeExpectation) -> Result<(), String> {

@@ -2,6 +2,8 @@
 
 pub mod case_run;
 pub mod janitor;
+mod objects;
+mod observe;
 pub mod recorder;
 
 use std::sync::Arc;
