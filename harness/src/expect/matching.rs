@@ -46,13 +46,17 @@ pub fn pod_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
     }
     if let Some(want) = &pattern.host_ip {
         let seen = status.and_then(|s| s.host_ip.as_deref()).unwrap_or("");
+        // hostIPs is filled from 1.29 on (PodHostIPs); where it is, it starts with hostIP.
         let listed = status
             .and_then(|s| s.host_ips.as_ref())
             .and_then(|ips| ips.first())
-            .map_or("", |ip| ip.ip.as_str());
+            .map(|ip| ip.ip.as_str());
         let problem = match want {
             _ if seen.is_empty() => Some("hostIP is not set".to_string()),
-            _ if listed != seen => Some(format!("hostIPs[0] is {listed:?}, hostIP {seen:?}")),
+            _ if listed.is_some_and(|listed| listed != seen) => Some(format!(
+                "hostIPs[0] is {:?}, hostIP {seen:?}",
+                listed.unwrap_or_default()
+            )),
             HostIp::Present => None,
             HostIp::NodeInternalIp => {
                 Some("hostIP cannot be compared: the node's InternalIP is unknown".to_string())
