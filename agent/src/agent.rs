@@ -16,7 +16,10 @@ use crate::pod_workers::PodWorkers;
 use crate::runtime::Runtime;
 use crate::sync_loop::{Inputs, SyncLoop};
 use crate::sync_pod::Context;
-use crate::{Timings, events, node_lease, node_status, pleg, pod_config, server, status_manager};
+use crate::{
+    Timings, events, kubelet_server, node_lease, node_status, pleg, pod_config, pod_logs, server,
+    status_manager,
+};
 
 /// Errors starting the agent.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +42,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The kubelet endpoint (`/containerLogs`) could not be started.
+    #[error("starting the kubelet endpoint")]
+    KubeletServer(#[source] kubelet_server::Error),
     /// The root directory could not be created.
     #[error("creating root directory {path}")]
     RootDir {
@@ -85,6 +91,7 @@ impl Agent {
             node_ip: None,
             max_pods: 110,
             server_addr: None,
+            kubelet_addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         }
     }
 }
@@ -99,6 +106,7 @@ pub struct AgentBuilder {
     node_ip: Option<IpAddr>,
     max_pods: u32,
     server_addr: Option<SocketAddr>,
+    kubelet_addr: SocketAddr,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -143,6 +151,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Serve the kubelet endpoint (HTTPS, `/containerLogs` for `kubectl logs`)
+    /// on this address (default `127.0.0.1:0`, a free port); its port is the
+    /// Node's `daemonEndpoints.kubeletEndpoint.Port`.
+    pub fn kubelet_addr(mut self, addr: SocketAddr) -> Self {
+        self.kubelet_addr = addr;
+        self
+    }
+
     /// Starts every part of the agent. Its tasks log in an `agent` span with `node=<name>`.
     pub async fn spawn(self) -> Result<AgentHandle, Error> {
         let span = tracing::info_span!("agent", node = %self.node_name);
@@ -168,18 +184,27 @@ impl AgentBuilder {
         let (shutdown_tx, shutdown) = watch::channel(false);
         let mut tasks: Vec<JoinHandle<()>> = Vec::new();
 
-        let mut port = 0;
         let mut bound = None;
         if let Some(addr) = self.server_addr {
             let (local, task) = server::spawn(addr, metrics.clone(), shutdown.clone())
                 .await
                 .map_err(|source| Error::Bind { addr, source })?;
-            port = local.port();
             bound = Some(local);
             tasks.push(task);
         }
 
         let node_ip = self.node_ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let logs = pod_logs::Context {
+            client: self.client.clone(),
+            node_name: self.node_name.clone(),
+            runtime: runtime.clone(),
+        };
+        let (kubelet_addr, task) =
+            kubelet_server::spawn(self.kubelet_addr, node_ip, logs, shutdown.clone())
+                .await
+                .map_err(Error::KubeletServer)?;
+        tasks.push(task);
+        let port = kubelet_addr.port();
         let (events, events_task) = events::spawn(
             self.client.clone(),
             &self.node_name,
@@ -293,6 +318,7 @@ impl AgentBuilder {
             shutdown: shutdown_tx,
             tasks,
             server_addr: bound,
+            kubelet_addr,
             metrics,
         })
     }
@@ -305,6 +331,7 @@ pub struct AgentHandle {
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     server_addr: Option<SocketAddr>,
+    kubelet_addr: SocketAddr,
     metrics: Arc<Metrics>,
 }
 
@@ -318,6 +345,11 @@ impl AgentHandle {
     /// The address of the `/healthz` and `/metrics` server, if one was asked for.
     pub fn server_addr(&self) -> Option<SocketAddr> {
         self.server_addr
+    }
+
+    /// The address of the kubelet endpoint (HTTPS, `/containerLogs`).
+    pub fn kubelet_addr(&self) -> SocketAddr {
+        self.kubelet_addr
     }
 
     /// The agent's metrics in the Prometheus text format.

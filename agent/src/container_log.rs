@@ -1,5 +1,6 @@
-//! The tail of a container's CRI log, for `terminationMessagePolicy:
-//! FallbackToLogsOnError` (the kubelet's `readLastStringFromContainerLogs`).
+//! The CRI log format, read in one place: for `kubectl logs` ([`crate::log_reader`])
+//! and for `terminationMessagePolicy: FallbackToLogsOnError` (the kubelet's
+//! `readLastStringFromContainerLogs`, the tail of the log).
 //!
 //! A CRI log line is `<RFC3339Nano> <stdout|stderr> <tag>[:<tag>…] <text>`;
 //! the tag `P` marks a partial entry, whose text continues on the next line
@@ -91,29 +92,78 @@ pub fn log_tail_content(raw: &[u8], max_lines: usize, max_bytes: usize) -> Strin
     String::from_utf8_lossy(tail).into_owned()
 }
 
+/// The stream a log entry was written to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// `stdout`.
+    Stdout,
+    /// `stderr`.
+    Stderr,
+}
+
 /// One parsed CRI log line.
 #[derive(Debug, PartialEq, Eq)]
-struct LogEntry<'a> {
+pub struct LogEntry<'a> {
+    /// The time as written (`RFC3339Nano`).
+    pub time: &'a str,
+    /// When it was written.
+    pub timestamp: Timestamp,
+    /// The stream.
+    pub stream: Stream,
     /// The text after the prefix, without the line's newline.
-    text: &'a [u8],
+    pub text: &'a [u8],
     /// A partial entry (`P`), continued on the next line.
-    partial: bool,
+    pub partial: bool,
 }
 
 /// Parses `<RFC3339Nano> <stdout|stderr> <tags> <text>` (without the newline);
 /// `None` if the line is malformed.
-fn parse_cri_log_line(line: &[u8]) -> Option<LogEntry<'_>> {
+pub fn parse_cri_log_line(line: &[u8]) -> Option<LogEntry<'_>> {
     let mut parts = line.splitn(4, |&b| b == b' ');
     let time = std::str::from_utf8(parts.next()?).ok()?;
-    time.parse::<Timestamp>().ok()?;
-    let stream = parts.next()?;
-    if stream != b"stdout" && stream != b"stderr" {
-        return None;
-    }
+    let timestamp = time.parse::<Timestamp>().ok()?;
+    let stream = match parts.next()? {
+        b"stdout" => Stream::Stdout,
+        b"stderr" => Stream::Stderr,
+        _ => return None,
+    };
     let tags = parts.next()?;
     let text = parts.next()?;
     let partial = tags.split(|&b| b == b':').next() == Some(b"P");
-    Some(LogEntry { text, partial })
+    Some(LogEntry {
+        time,
+        timestamp,
+        stream,
+        text,
+        partial,
+    })
+}
+
+/// A CRI log time as Go's `RFC3339Nano` layout prints it after parsing, which
+/// is how the kubelet writes `--timestamps`: trailing zeros of the fraction
+/// dropped (the dot too when nothing is left), a zero offset written `Z`.
+pub fn go_rfc3339_nano(time: &str) -> String {
+    let split = time
+        .rfind(['Z', 'z', '+', '-'])
+        .filter(|&i| i > 10)
+        .unwrap_or(time.len());
+    let (clock, offset) = time.split_at(split);
+    let clock = match clock.split_once('.') {
+        Some((whole, fraction)) => {
+            let fraction = fraction.trim_end_matches('0');
+            if fraction.is_empty() {
+                whole.to_owned()
+            } else {
+                format!("{whole}.{fraction}")
+            }
+        }
+        None => clock.to_owned(),
+    };
+    let offset = match offset {
+        "z" | "+00:00" | "-00:00" => "Z",
+        other => other,
+    };
+    format!("{clock}{offset}")
 }
 
 #[cfg(test)]
@@ -128,27 +178,48 @@ mod tests {
 
     #[test]
     fn parses_full_and_partial_lines() {
+        let line = format!("{T} stdout F hello world");
+        let entry = parse_cri_log_line(line.as_bytes()).unwrap();
+        assert_eq!(entry.time, T);
         assert_eq!(
-            parse_cri_log_line(format!("{T} stdout F hello world").as_bytes()),
-            Some(LogEntry {
-                text: b"hello world",
-                partial: false
-            })
+            entry.timestamp.to_string(),
+            "2026-01-02T03:04:05.123456789Z"
         );
-        assert_eq!(
-            parse_cri_log_line(format!("{T} stderr P part").as_bytes()),
-            Some(LogEntry {
-                text: b"part",
-                partial: true
-            })
-        );
-        assert_eq!(
-            parse_cri_log_line(format!("{T} stdout F ").as_bytes()),
-            Some(LogEntry {
-                text: b"",
-                partial: false
-            })
-        );
+        assert_eq!(entry.stream, Stream::Stdout);
+        assert_eq!((entry.text, entry.partial), (&b"hello world"[..], false));
+        let line = format!("{T} stderr P part");
+        let entry = parse_cri_log_line(line.as_bytes()).unwrap();
+        assert_eq!(entry.stream, Stream::Stderr);
+        assert_eq!((entry.text, entry.partial), (&b"part"[..], true));
+        let line = format!("{T} stdout F ");
+        let entry = parse_cri_log_line(line.as_bytes()).unwrap();
+        assert_eq!((entry.text, entry.partial), (&b""[..], false));
+        let line = format!("{T} stdout P:x later");
+        assert!(parse_cri_log_line(line.as_bytes()).unwrap().partial);
+    }
+
+    #[test]
+    fn times_print_as_go_prints_rfc3339_nano() {
+        for (written, printed) in [
+            (
+                "2026-01-02T03:04:05.123456789Z",
+                "2026-01-02T03:04:05.123456789Z",
+            ),
+            ("2026-01-02T03:04:05.120000000Z", "2026-01-02T03:04:05.12Z"),
+            ("2026-01-02T03:04:05.000000000Z", "2026-01-02T03:04:05Z"),
+            ("2026-01-02T03:04:05Z", "2026-01-02T03:04:05Z"),
+            ("2026-01-02T03:04:05.5+00:00", "2026-01-02T03:04:05.5Z"),
+            (
+                "2026-01-02T03:04:05.500+02:00",
+                "2026-01-02T03:04:05.5+02:00",
+            ),
+            (
+                "2026-01-02T03:04:05.010-07:00",
+                "2026-01-02T03:04:05.01-07:00",
+            ),
+        ] {
+            assert_eq!(go_rfc3339_nano(written), printed, "{written}");
+        }
     }
 
     #[test]

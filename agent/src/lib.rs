@@ -19,7 +19,10 @@
 //!   [`node_status`] (runtime and PLEG health) and [`node_lease`] keep the
 //!   Node and its Lease fresh; [`server`] serves `/healthz` and [`metrics`] on 127.0.0.1;
 //!   [`prober`] runs startup, liveness and readiness probes; [`events`]
-//!   records the events `kubectl describe` shows.
+//!   records the events `kubectl describe` shows;
+//! - [`kubelet_server`] is the node's kubelet endpoint (HTTPS): `kubectl logs`
+//!   reaches [`pod_logs`] through the API server, which reads the CRI log with
+//!   [`log_reader`] ([`container_log`] parses the format).
 //!
 //! Tasks own their state and talk over channels; every loop stops on the
 //! shutdown signal of [`AgentHandle::shutdown`]. All periods are in [`Timings`].
@@ -44,11 +47,14 @@ pub mod container_log;
 pub mod env;
 pub mod events;
 pub mod housekeeping;
+pub mod kubelet_server;
+pub mod log_reader;
 pub mod metrics;
 pub mod node_lease;
 pub mod node_status;
 pub mod pleg;
 pub mod pod_config;
+pub mod pod_logs;
 pub mod pod_status;
 pub mod pod_workers;
 pub mod prober;

@@ -52,6 +52,10 @@ struct Args {
     /// Address of the /healthz and /metrics server.
     #[arg(long, default_value = "127.0.0.1:10248")]
     healthz_addr: SocketAddr,
+    /// Address of the kubelet endpoint (HTTPS, `/containerLogs` for `kubectl logs`);
+    /// its port goes into the Node's `daemonEndpoints`.
+    #[arg(long, default_value = "127.0.0.1:10250")]
+    kubelet_addr: SocketAddr,
     /// Use the shortened test timings (sub-second loops and back-offs).
     #[arg(long)]
     fast: bool,
@@ -117,7 +121,8 @@ async fn main() -> anyhow::Result<()> {
         .root_dir(args.root_dir)
         .timings(timings)
         .max_pods(args.max_pods)
-        .server_addr(args.healthz_addr);
+        .server_addr(args.healthz_addr)
+        .kubelet_addr(args.kubelet_addr);
     if let Some(ip) = args.node_ip {
         builder = builder.node_ip(ip);
     }

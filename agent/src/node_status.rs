@@ -64,7 +64,7 @@ pub struct Config {
     pub max_pods: u32,
     /// Root directory (its filesystem gives `ephemeral-storage`).
     pub root_dir: PathBuf,
-    /// The port of the agent's HTTP server (`daemonEndpoints.kubeletEndpoint`), 0 if none.
+    /// The port of the agent's kubelet endpoint (`daemonEndpoints.kubeletEndpoint`).
     pub port: u16,
 }
 

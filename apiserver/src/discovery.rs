@@ -130,6 +130,7 @@ pub fn resource_list(group: &str, version: &str) -> Value {
             eviction.group = Some("policy".into());
             eviction.version = Some("v1".into());
             list.push(eviction);
+            list.push(entry(r, "pods/log".into(), "Pod", &["get"]));
         }
         if std::ptr::eq(*r, &resources::SERVICEACCOUNTS) {
             let mut token = entry(
@@ -172,6 +173,7 @@ mod tests {
             "pods",
             "pods/status",
             "pods/eviction",
+            "pods/log",
             "nodes/status",
             "serviceaccounts/token",
         ] {

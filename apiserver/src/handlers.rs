@@ -1,6 +1,6 @@
 //! Request handling: authentication, routing, and one function per verb (get, list, watch,
-//! create, update, patch, delete, deletecollection) plus the `eviction` and `token`
-//! subresources. Every failure becomes a `metav1.Status` through [`crate::status`].
+//! create, update, patch, delete, deletecollection) plus the `eviction`, `token` and
+//! `log` subresources. Every failure becomes a `metav1.Status` through [`crate::status`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +20,7 @@ use crate::status::{self, Error, Result};
 use crate::store::WatchStart;
 use crate::strategy::Part;
 use crate::table::{self, View};
-use crate::{auth, discovery, meta, openapi, subresources, validation, watch};
+use crate::{auth, discovery, meta, openapi, pod_log, subresources, validation, watch};
 
 /// Everything a request handler needs.
 pub struct Context {
@@ -34,6 +34,8 @@ pub struct Context {
     pub closer: tokio::sync::watch::Sender<u64>,
     /// How often an idle watch that allows bookmarks gets one.
     pub bookmark_interval: Duration,
+    /// Reaches nodes' kubelets (`pods/log`).
+    pub kubelet: crate::kubelet_client::KubeletClient,
 }
 
 /// Handles one request. Never fails: errors are Status responses.
@@ -56,7 +58,9 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
     }
     let route = route?;
     let query = Query::parse(parts.uri.query());
-    if !h::accepts_json(&parts.headers) && !matches!(route, Route::OpenApiV2) {
+    // Logs are text: a client may accept only `text/plain`.
+    let text = matches!(&route, Route::Object(t) if t.subresource.as_deref() == Some("log"));
+    if !h::accepts_json(&parts.headers) && !matches!(route, Route::OpenApiV2) && !text {
         return Err(Error::NotAcceptable);
     }
     let target = match route {
@@ -106,6 +110,9 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
             let body = h::read_body(&headers, body).await?;
             subresources::evict(ctx, &target, &headers, &body)
         }
+        (&Method::GET, true, Some("log")) if std::ptr::eq(target.resource, &resources::PODS) => {
+            pod_log::serve(ctx, &target, &query).await
+        }
         (&Method::POST, true, Some("token"))
             if std::ptr::eq(target.resource, &resources::SERVICEACCOUNTS) =>
         {
@@ -128,11 +135,18 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
             let body = h::read_body(&headers, body).await?;
             delete_collection(ctx, &target, (&query, &headers), &body, dry_run)
         }
-        (_, _, Some(s)) if !matches!(s, "status" | "eviction" | "token") => Err(Error::NoResource),
+        (_, _, Some(s)) if !matches!(s, "status" | "eviction" | "token" | "log") => {
+            Err(Error::NoResource)
+        }
         (_, true, Some("eviction" | "token")) if !matches!(parts.method, Method::POST) => {
             Err(Error::MethodNotAllowed)
         }
-        (_, _, Some("eviction" | "token")) => Err(Error::NoResource),
+        (_, true, Some("log"))
+            if std::ptr::eq(target.resource, &resources::PODS) && parts.method != Method::GET =>
+        {
+            Err(Error::MethodNotAllowed)
+        }
+        (_, _, Some("eviction" | "token" | "log")) => Err(Error::NoResource),
         _ => Err(Error::MethodNotAllowed),
     }
 }

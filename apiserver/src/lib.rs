@@ -11,6 +11,7 @@
 //! through [`selectors`]; watches through [`watch`]; patches through [`patch`] and
 //! [`strategic`]; `kubectl get` tables through [`table`]; discovery through [`discovery`]
 //! and [`openapi`]; `pods/eviction` and `serviceaccounts/token` through [`subresources`];
+//! `pods/log` through [`pod_log`], proxied to the node's kubelet by [`kubelet_client`];
 //! events.k8s.io/v1 events are converted to and from core/v1 by [`events`].
 //! Every error leaves as a `metav1.Status` via [`status`]. [`node_lifecycle`] optionally
 //! plays the node lifecycle controller.
@@ -35,10 +36,12 @@ pub mod events;
 pub mod handlers;
 pub mod http;
 pub mod kubeconfig;
+pub mod kubelet_client;
 pub mod meta;
 pub mod node_lifecycle;
 pub mod openapi;
 pub mod patch;
+pub mod pod_log;
 pub mod protobuf;
 pub mod quantity;
 pub mod registry;

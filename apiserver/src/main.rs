@@ -31,6 +31,13 @@ struct Cli {
     /// Run the node-lifecycle rule with this grace period (e.g. `40s`, `500ms`, `2m`).
     #[arg(long, value_parser = parse_duration)]
     node_lifecycle_grace: Option<Duration>,
+    /// Node address types tried in order to reach a kubelet for `kubectl logs`.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "InternalIP,ExternalIP,Hostname"
+    )]
+    kubelet_preferred_address_types: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -72,6 +79,7 @@ async fn main() -> Result<()> {
         .tls(cli.tls)
         .token(cli.token)
         .node_lifecycle(cli.node_lifecycle_grace)
+        .kubelet_preferred_address_types(cli.kubelet_preferred_address_types)
         .start()
         .await
         .context("starting the API server")?;

@@ -36,6 +36,9 @@ pub enum Error {
     /// Making the TLS identity failed.
     #[error("setting up TLS")]
     Tls(#[from] tls::Error),
+    /// The client reaching kubelets could not be configured.
+    #[error("setting up the kubelet client")]
+    KubeletClient(#[source] tokio_rustls::rustls::Error),
     /// Seeding the initial objects failed.
     #[error("creating the initial objects")]
     Seed(#[from] crate::status::Error),
@@ -65,6 +68,7 @@ pub struct Builder {
     node_lifecycle: Option<Duration>,
     event_window: usize,
     bookmark_interval: Duration,
+    kubelet_address_types: Vec<String>,
 }
 
 impl Default for Builder {
@@ -76,6 +80,9 @@ impl Default for Builder {
             node_lifecycle: None,
             event_window: 10_000,
             bookmark_interval: Duration::from_secs(10),
+            kubelet_address_types: crate::kubelet_client::DEFAULT_ADDRESS_TYPES
+                .map(String::from)
+                .to_vec(),
         }
     }
 }
@@ -109,6 +116,14 @@ impl Builder {
     /// from an older version gets 410 Gone.
     pub fn event_window(mut self, events: usize) -> Self {
         self.event_window = events;
+        self
+    }
+
+    /// The node address types tried in order to reach a kubelet for `pods/log`
+    /// (`--kubelet-preferred-address-types`; default `InternalIP,ExternalIP,Hostname`, as
+    /// kubeadm configures kube-apiserver).
+    pub fn kubelet_preferred_address_types(mut self, types: Vec<String>) -> Self {
+        self.kubelet_address_types = types;
         self
     }
 
@@ -146,6 +161,8 @@ impl Builder {
             address: addr.to_string(),
             closer,
             bookmark_interval: self.bookmark_interval,
+            kubelet: crate::kubelet_client::KubeletClient::new(self.kubelet_address_types.clone())
+                .map_err(Error::KubeletClient)?,
         });
         let acceptor = identity.map(|i| i.acceptor);
         let runtime = tokio::runtime::Builder::new_current_thread()

@@ -56,6 +56,36 @@ pub enum Error {
         /// The field errors.
         detail: String,
     },
+    /// 422 `Invalid`: request options (not an object) fail validation, e.g. `PodLogOptions`.
+    #[error("{kind} \"{name}\" is invalid: {detail}")]
+    InvalidOptions {
+        /// The options kind.
+        kind: &'static str,
+        /// The object the request is about.
+        name: String,
+        /// The field errors.
+        detail: String,
+    },
+    /// The kubelet answered a proxied request (`pods/log`) with an error status
+    /// other than 400 and 500: upstream's `NewGenericServerResponse`.
+    #[error("{}", generic_server_message(*code, message, subresource, name))]
+    Kubelet {
+        /// The kubelet's HTTP status.
+        code: u16,
+        /// The kubelet's body.
+        message: String,
+        /// The subresource, e.g. `pods/log`.
+        subresource: &'static str,
+        /// The object name.
+        name: String,
+    },
+    /// The kubelet could not be reached: 500 without a reason, as kube-apiserver
+    /// reports an error that is not a Status.
+    #[error("{message}")]
+    Unreachable {
+        /// The transport error.
+        message: String,
+    },
     /// 410 `Expired`: a watch or list from a `resourceVersion` older than the kept history.
     #[error("too old resource version: {requested} ({oldest})")]
     Expired {
@@ -118,6 +148,27 @@ fn unsupported_media_message(content_type: &str) -> String {
     }
 }
 
+/// `NewGenericServerResponse`'s message for a kubelet's answer, with the verb
+/// left empty as the response checker of `pods/log` does.
+fn generic_server_message(code: u16, body: &str, subresource: &str, name: &str) -> String {
+    let message = match code {
+        404 => "the server could not find the requested resource".to_owned(),
+        401 => "the server has asked for the client to provide credentials".to_owned(),
+        403 => body.to_owned(),
+        405 => "the server does not allow this method on the requested resource".to_owned(),
+        409 => "the server reported a conflict".to_owned(),
+        422 => "the server rejected our request due to an error in our request".to_owned(),
+        429 => "the server has received too many requests and has asked us to try again later"
+            .to_owned(),
+        504 => "the server was unable to return a response in the time allotted, but may still be processing the request".to_owned(),
+        c if c >= 500 => format!(
+            "an error on the server ({body:?}) has prevented the request from succeeding"
+        ),
+        c => format!("the server responded with the status code {c} but did not return more information"),
+    };
+    format!("{message} ( {subresource} {name})")
+}
+
 impl Error {
     /// Shorthand for a [`Error::BadRequest`].
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -132,7 +183,9 @@ impl Error {
             Error::BadRequest { .. } => 400,
             Error::NotFound { .. } | Error::NoResource => 404,
             Error::AlreadyExists { .. } | Error::Conflict { .. } => 409,
-            Error::Invalid { .. } => 422,
+            Error::Invalid { .. } | Error::InvalidOptions { .. } => 422,
+            Error::Kubelet { code, .. } => *code,
+            Error::Unreachable { .. } => 500,
             Error::Expired { .. } => 410,
             Error::Unauthorized => 401,
             Error::Forbidden { .. } => 403,
@@ -151,7 +204,20 @@ impl Error {
             Error::NotFound { .. } | Error::NoResource => "NotFound",
             Error::AlreadyExists { .. } => "AlreadyExists",
             Error::Conflict { .. } => "Conflict",
-            Error::Invalid { .. } => "Invalid",
+            Error::Invalid { .. } | Error::InvalidOptions { .. } => "Invalid",
+            Error::Kubelet { code, .. } => match code {
+                401 => "Unauthorized",
+                403 => "Forbidden",
+                404 => "NotFound",
+                405 => "MethodNotAllowed",
+                409 => "Conflict",
+                422 => "Invalid",
+                429 => "TooManyRequests",
+                504 => "Timeout",
+                c if *c >= 500 => "InternalError",
+                _ => "",
+            },
+            Error::Unreachable { .. } => "",
             Error::Expired { .. } => "Expired",
             Error::Unauthorized => "Unauthorized",
             Error::Forbidden { .. } => "Forbidden",
@@ -169,6 +235,22 @@ impl Error {
             | Error::AlreadyExists { resource, name }
             | Error::Conflict { resource, name, .. }
             | Error::Invalid { resource, name, .. } => (*resource, name),
+            Error::InvalidOptions { kind, name, .. } => {
+                return Some(StatusDetails {
+                    name: Some(name.clone()),
+                    kind: Some((*kind).to_owned()),
+                    ..StatusDetails::default()
+                });
+            }
+            Error::Kubelet {
+                subresource, name, ..
+            } => {
+                return Some(StatusDetails {
+                    name: Some(name.clone()),
+                    kind: Some((*subresource).to_owned()),
+                    ..StatusDetails::default()
+                });
+            }
             _ => return None,
         };
         Some(StatusDetails {
@@ -185,7 +267,7 @@ impl Error {
             code: Some(i32::from(self.code())),
             details: self.details(),
             message: Some(self.to_string()),
-            reason: Some(self.reason().to_string()),
+            reason: Some(self.reason().to_string()).filter(|r| !r.is_empty()),
             status: Some("Failure".to_string()),
             ..Status::default()
         }

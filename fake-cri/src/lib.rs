@@ -47,6 +47,6 @@ mod stats;
 pub use control::{Control, ControlError, KillTarget, Snapshot};
 pub use error::{Error, StartError};
 pub use faults::{RPCS, parse_code};
-pub use images::MISSING_REGISTRY;
+pub use images::{MISSING_REGISTRY, catalog, catalog::Catalog};
 pub use runtime::CgroupDriver;
 pub use server::{Builder, FakeCri};

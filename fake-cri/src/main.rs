@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
-use nodeconform_fake_cri::{CgroupDriver, FakeCri, bench};
+use nodeconform_fake_cri::{Catalog, CgroupDriver, FakeCri, bench};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -34,6 +34,10 @@ struct Serve {
     /// Time every image pull takes, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     image_pull_delay_ms: u64,
+    /// JSON file stating what fake-cri knows of particular images (their USER,
+    /// tags that name one image); see fake-cri/catalogs/.
+    #[arg(long, value_name = "FILE")]
+    image_catalog: Option<PathBuf>,
     /// Cgroup driver reported by RuntimeConfig.
     #[arg(long, value_enum, default_value_t = Driver::Cgroupfs)]
     cgroup_driver: Driver,
@@ -107,6 +111,9 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
         });
     if let Some(path) = args.control_socket {
         builder = builder.control_socket(path);
+    }
+    if let Some(path) = args.image_catalog {
+        builder = builder.image_catalog(Catalog::from_path(path)?);
     }
     if let Some(dir) = args.state_dir {
         builder = builder.state_dir(dir);

@@ -16,7 +16,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use crate::container::{Container, Lifecycle};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
-use crate::images::{Images, Reference};
+use crate::images::{Catalog, Images, Reference};
 use crate::logs::{Captured, LogFile};
 use crate::sandbox::{Sandbox, SandboxState};
 use crate::script::{Outcome, Program, Shell, Signal};
@@ -37,6 +37,7 @@ pub(crate) struct Config {
     pub image_pull_delay: Duration,
     pub cgroup_driver: CgroupDriver,
     pub state_dir: Option<PathBuf>,
+    pub image_catalog: Catalog,
 }
 
 /// The runtime's reported conditions.
@@ -140,7 +141,7 @@ impl Runtime {
     pub(crate) fn new(config: Config) -> Self {
         Self {
             state: Mutex::default(),
-            images: Mutex::default(),
+            images: Mutex::new(Images::new(config.image_catalog.clone())),
             conditions: Mutex::default(),
             image_fs: Mutex::default(),
             faults: Faults::default(),

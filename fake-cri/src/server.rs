@@ -15,6 +15,7 @@ use tokio_stream::wrappers::UnixListenerStream;
 use crate::authority::Normalized;
 use crate::control::{self, Control};
 use crate::error::StartError;
+use crate::images::Catalog;
 use crate::runtime::{CgroupDriver, Config, Runtime};
 use crate::service::Cri;
 
@@ -57,6 +58,13 @@ impl Builder {
     /// The directory reported as the image and container filesystems' mountpoint.
     pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.config.state_dir = Some(dir.into());
+        self
+    }
+
+    /// What fake-cri knows of particular images: their `USER`, which tags
+    /// name one image (default: nothing, every image derived from its name).
+    pub fn image_catalog(mut self, catalog: Catalog) -> Self {
+        self.config.image_catalog = catalog;
         self
     }
 

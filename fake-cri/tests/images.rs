@@ -233,3 +233,53 @@ async fn image_fs_info_counts_images_and_containers() {
         used(&with_container.container_filesystems[0]) > used(&pulled.container_filesystems[0])
     );
 }
+
+/// The catalogue shipped for critest states the `USER` of cri-tools' test
+/// images and that the three tags of `test-image-tags` name one image.
+#[tokio::test]
+async fn the_cri_tools_catalogue_gives_users_and_shared_tags() {
+    let catalog = nodeconform_fake_cri::Catalog::from_path(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/catalogs/cri-tools.json"
+    ))
+    .unwrap();
+    let mut env = Env::start_with(|builder| builder.image_catalog(catalog)).await;
+    let registry = "gcr.io/k8s-staging-cri-tools";
+    for (image, uid, username) in [
+        ("test-image-user-uid", Some(1002), ""),
+        ("test-image-user-username", None, "www-data"),
+        ("test-image-user-uid-group", Some(1003), ""),
+        ("test-image-user-username-group", None, "www-data"),
+        ("test-image-latest", None, ""),
+    ] {
+        let image = format!("{registry}/{image}");
+        env.pull(&image).await.unwrap();
+        let status = status(&mut env, &image).await.unwrap();
+        assert_eq!(status.uid.map(|uid| uid.value), uid, "{image}");
+        assert_eq!(status.username, username, "{image}");
+    }
+
+    let tags = ["1", "2", "3"].map(|tag| format!("{registry}/test-image-tags:{tag}"));
+    let mut ids = Vec::new();
+    for tag in &tags {
+        ids.push(env.pull(tag).await.unwrap());
+    }
+    assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+    let mut image = list(&mut env, Some(&tags[0])).await.remove(0);
+    image.repo_tags.sort();
+    assert_eq!(image.repo_tags, tags);
+    remove(&mut env, &tags[1]).await;
+    assert!(
+        status(&mut env, &tags[2]).await.is_none(),
+        "removed with all its tags"
+    );
+}
+
+/// Without a catalogue an image has no user, as an image without `USER`.
+#[tokio::test]
+async fn an_image_without_user_reports_none() {
+    let mut env = Env::start().await;
+    env.pull("busybox").await.unwrap();
+    let image = status(&mut env, "busybox").await.unwrap();
+    assert_eq!((image.uid, image.username.as_str()), (None, ""));
+}

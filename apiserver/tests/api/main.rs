@@ -6,6 +6,7 @@ mod deletion;
 mod errors;
 mod external;
 mod kubelet;
+mod logs;
 mod node_lifecycle;
 mod patches;
 mod security;

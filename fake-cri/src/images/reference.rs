@@ -1,18 +1,6 @@
-//! Image references and the image store.
-//!
-//! Pulls download nothing: an image "exists" in every registry except under
-//! the reserved host `registry.invalid`, and its id, digest and size are
-//! derived from its name, so they are stable across runs.
-
-use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
-
-use nodeconform_cri::v1;
+//! Image references, parsed and normalized as containerd does.
 
 use crate::error::{Error, Result};
-
-/// The registry host whose images never exist.
-pub const MISSING_REGISTRY: &str = "registry.invalid";
 
 /// A parsed, normalized image reference (`docker.io/library/busybox:latest`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,143 +179,6 @@ fn valid_digest(digest: &str) -> bool {
     }
 }
 
-/// A 64-hex-digit digest derived from `seed`: stable, not cryptographic.
-pub(crate) fn fake_digest(seed: &str) -> String {
-    (0..4u64)
-        .map(|round| {
-            let mut hasher = DefaultHasher::new();
-            round.hash(&mut hasher);
-            seed.hash(&mut hasher);
-            format!("{:016x}", hasher.finish())
-        })
-        .collect()
-}
-
-/// A pulled image.
-#[derive(Debug, Clone)]
-pub(crate) struct Image {
-    pub id: String,
-    pub repo_tags: Vec<String>,
-    pub repo_digests: Vec<String>,
-    pub size: u64,
-}
-
-impl Image {
-    fn for_reference(reference: &Reference) -> Self {
-        let repository = reference.repository();
-        let content = fake_digest(&format!("content:{repository}:{:?}", reference.tag));
-        let digest = reference
-            .digest
-            .clone()
-            .unwrap_or_else(|| format!("sha256:{content}"));
-        let id = format!("sha256:{}", fake_digest(&format!("id:{digest}")));
-        // 1–64 MiB, stable per image.
-        let size = 1_048_576 + u64::from_str_radix(&content[..8], 16).unwrap_or(0) % (63 << 20);
-        Self {
-            id,
-            repo_tags: reference
-                .tag
-                .as_ref()
-                .map(|tag| vec![format!("{repository}:{tag}")])
-                .unwrap_or_default(),
-            repo_digests: vec![format!("{repository}@{digest}")],
-            size,
-        }
-    }
-
-    /// The CRI view of the image.
-    pub(crate) fn to_cri(&self) -> v1::Image {
-        v1::Image {
-            id: self.id.clone(),
-            repo_tags: self.repo_tags.clone(),
-            repo_digests: self.repo_digests.clone(),
-            size: self.size,
-            uid: Some(v1::Int64Value { value: 0 }),
-            username: String::new(),
-            spec: Some(v1::ImageSpec {
-                image: self.id.clone(),
-                ..Default::default()
-            }),
-            pinned: false,
-        }
-    }
-}
-
-/// The images pulled so far, by id.
-#[derive(Debug, Default)]
-pub(crate) struct Images {
-    by_id: HashMap<String, Image>,
-}
-
-impl Images {
-    /// The image `reference` names: an id (`sha256:…` or bare hex), a tag or a digest reference.
-    pub(crate) fn find(&self, reference: &str) -> Option<&Image> {
-        if let Some(image) = self
-            .by_id
-            .get(reference)
-            .or_else(|| self.by_id.get(&format!("sha256:{reference}")))
-        {
-            return Some(image);
-        }
-        let parsed = Reference::parse(reference).ok()?;
-        let wanted_digest = parsed
-            .digest
-            .as_ref()
-            .map(|d| format!("{}@{d}", parsed.repository()));
-        let wanted_tag = parsed
-            .tag
-            .as_ref()
-            .map(|t| format!("{}:{t}", parsed.repository()));
-        self.by_id.values().find(|image| match &wanted_digest {
-            Some(digest) => image.repo_digests.contains(digest),
-            None => wanted_tag
-                .as_ref()
-                .is_some_and(|tag| image.repo_tags.contains(tag)),
-        })
-    }
-
-    /// Records a pulled image and returns it. Fails for `registry.invalid`.
-    pub(crate) fn pull(&mut self, reference: &Reference) -> Result<Image> {
-        if reference.domain == MISSING_REGISTRY
-            || reference
-                .domain
-                .starts_with(&format!("{MISSING_REGISTRY}:"))
-        {
-            return Err(Error::PullNotFound {
-                image: reference.full(),
-            });
-        }
-        let image = Image::for_reference(reference);
-        let entry = self
-            .by_id
-            .entry(image.id.clone())
-            .or_insert_with(|| image.clone());
-        for tag in image.repo_tags {
-            if !entry.repo_tags.contains(&tag) {
-                entry.repo_tags.push(tag);
-            }
-        }
-        Ok(entry.clone())
-    }
-
-    /// Removes an image; removing an absent image succeeds, as in containerd.
-    pub(crate) fn remove(&mut self, reference: &str) {
-        if let Some(id) = self.find(reference).map(|image| image.id.clone()) {
-            self.by_id.remove(&id);
-        }
-    }
-
-    /// All images.
-    pub(crate) fn list(&self) -> impl Iterator<Item = &Image> {
-        self.by_id.values()
-    }
-
-    /// Bytes used by all images.
-    pub(crate) fn total_size(&self) -> u64 {
-        self.by_id.values().map(|i| i.size).sum()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,27 +221,5 @@ mod tests {
         ] {
             assert!(Reference::parse(bad).is_err(), "{bad:?} should be invalid");
         }
-    }
-
-    #[test]
-    fn pull_and_find() {
-        let mut images = Images::default();
-        let image = images.pull(&Reference::parse("busybox").unwrap()).unwrap();
-        assert!(image.id.starts_with("sha256:") && image.id.len() == 71);
-        assert_eq!(images.find("busybox").unwrap().id, image.id);
-        assert_eq!(
-            images.find("docker.io/library/busybox:latest").unwrap().id,
-            image.id
-        );
-        assert_eq!(images.find(&image.id).unwrap().id, image.id);
-        assert_eq!(images.find(&image.repo_digests[0]).unwrap().id, image.id);
-        assert!(images.find("busybox:other").is_none());
-        let missing = Reference::parse("registry.invalid/nope:1").unwrap();
-        assert!(matches!(
-            images.pull(&missing),
-            Err(Error::PullNotFound { .. })
-        ));
-        images.remove("busybox");
-        assert!(images.find("busybox").is_none());
     }
 }

@@ -2,9 +2,12 @@
 
 pub mod duration;
 pub mod load;
+mod locate;
+mod manifest;
 pub mod model;
 pub mod pattern;
 pub(crate) mod tagged;
+mod validate;
 
 pub use duration::CaseDuration;
 pub use load::{CaseId, Loaded, LoadedCase, load_dir, load_file};

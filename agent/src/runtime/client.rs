@@ -1,0 +1,231 @@
+//! [`Runtime`]: the CRI connection, one timed and counted call, the runtime's
+//! version and readiness, `ExecSync` and the container event stream.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use k8s_openapi::api::core::v1::Pod;
+use nodeconform_cri::v1 as cri;
+use nodeconform_cri::{ImageServiceClient, RuntimeServiceClient};
+use tonic::transport::{Channel, Endpoint};
+
+use super::{Error, Result};
+use crate::metrics::Metrics;
+
+/// Runtime readiness from the CRI `Status` call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Readiness {
+    /// `RuntimeReady` condition.
+    pub runtime_ready: bool,
+    /// `NetworkReady` condition.
+    pub network_ready: bool,
+    /// Messages for the conditions that are false, as the kubelet words them.
+    pub problems: Vec<String>,
+}
+
+/// A CRI runtime connection.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(super) rs: RuntimeServiceClient<Channel>,
+    pub(super) is: ImageServiceClient<Channel>,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) timeout: Duration,
+    pub(super) log_root: PathBuf,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").finish_non_exhaustive()
+    }
+}
+
+pub(super) fn target_pod(pod: &Pod) -> String {
+    format!(
+        "pod {}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// `ns/name` of a pod.
+pub fn pod_key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+impl Runtime {
+    /// Opens a lazy connection to the runtime at `endpoint` (`unix:///path`):
+    /// nothing is dialled until the first call, and the channel reconnects by
+    /// itself when the runtime restarts.
+    pub fn connect(
+        endpoint: &str,
+        metrics: Arc<Metrics>,
+        timeout: Duration,
+        log_root: PathBuf,
+    ) -> Result<Self> {
+        let path = nodeconform_cri::socket_path(endpoint).map_err(Error::Endpoint)?;
+        // The URI is never dialled: the connector opens the unix socket.
+        let channel = Endpoint::from_static("http://cri.invalid").connect_with_connector_lazy(
+            tower::service_fn(move |_: http::Uri| {
+                let path = path.clone();
+                async move {
+                    Ok::<_, std::io::Error>(TokioIo::new(
+                        tokio::net::UnixStream::connect(path).await?,
+                    ))
+                }
+            }),
+        );
+        Ok(Self {
+            rs: RuntimeServiceClient::new(channel.clone()).max_decoding_message_size(64 << 20),
+            is: ImageServiceClient::new(channel).max_decoding_message_size(64 << 20),
+            metrics,
+            timeout,
+            log_root,
+        })
+    }
+
+    /// The directory holding one directory per pod (`<namespace>_<name>_<uid>`)
+    /// with its container logs and termination-message files.
+    pub fn pods_dir(&self) -> &std::path::Path {
+        &self.log_root
+    }
+
+    /// One CRI call with its timeout and metrics. The tonic future is boxed before
+    /// anything holds it: a `CreateContainer` call's state is ~30 KB, and unboxed it
+    /// would be part of every pod worker's sync future, copied and allocated at
+    /// every sync, in flight or not.
+    pub(super) fn call<'a, T>(
+        &'a self,
+        op: &'static str,
+        target: impl FnOnce() -> String + 'a,
+        timeout: Option<Duration>,
+        fut: impl Future<Output = Result<tonic::Response<T>, tonic::Status>> + 'a,
+    ) -> impl Future<Output = Result<T>> + 'a {
+        let fut = Box::pin(fut);
+        async move {
+            let timeout = timeout.unwrap_or(self.timeout);
+            let result = match tokio::time::timeout(timeout, fut).await {
+                Ok(Ok(resp)) => Ok(resp.into_inner()),
+                Ok(Err(source)) => Err(Error::Rpc {
+                    op,
+                    target: target(),
+                    source,
+                }),
+                Err(_) => Err(Error::Timeout {
+                    op,
+                    target: target(),
+                    timeout,
+                }),
+            };
+            self.metrics.cri_call(op, result.is_ok());
+            result
+        }
+    }
+
+    /// `Version`: runtime name and version.
+    pub async fn version(&self) -> Result<(String, String)> {
+        let v = self
+            .call(
+                "Version",
+                || "runtime".into(),
+                None,
+                self.rs.clone().version(cri::VersionRequest::default()),
+            )
+            .await?;
+        Ok((v.runtime_name, v.runtime_version))
+    }
+
+    /// `Status`: whether the runtime and its network are ready.
+    pub async fn readiness(&self, timeout: Duration) -> Result<Readiness> {
+        let resp = self
+            .call(
+                "Status",
+                || "runtime".into(),
+                Some(timeout),
+                self.rs
+                    .clone()
+                    .status(cri::StatusRequest { verbose: false }),
+            )
+            .await?;
+        let conditions = resp.status.map(|s| s.conditions).unwrap_or_default();
+        let find = |t: &str| conditions.iter().find(|c| c.r#type == t);
+        let mut problems = Vec::new();
+        let runtime_ready = match find("RuntimeReady") {
+            Some(c) if c.status => true,
+            Some(c) => {
+                problems.push(format!(
+                    "container runtime not ready: RuntimeReady=false reason:{} message:{}",
+                    c.reason, c.message
+                ));
+                false
+            }
+            None => {
+                problems.push("container runtime not ready: RuntimeReady condition missing".into());
+                false
+            }
+        };
+        let network_ready = match find("NetworkReady") {
+            Some(c) if c.status => true,
+            Some(c) => {
+                problems.push(format!(
+                    "container runtime network not ready: NetworkReady=false reason:{} message:{}",
+                    c.reason, c.message
+                ));
+                false
+            }
+            None => {
+                problems.push(
+                    "container runtime network not ready: NetworkReady condition missing".into(),
+                );
+                false
+            }
+        };
+        Ok(Readiness {
+            runtime_ready,
+            network_ready,
+            problems,
+        })
+    }
+
+    /// `ExecSync`: the command's exit code and its output (stdout, then stderr).
+    pub async fn exec_sync(
+        &self,
+        id: &str,
+        cmd: Vec<String>,
+        timeout: Duration,
+    ) -> Result<(i32, String)> {
+        let resp = self
+            .call(
+                "ExecSync",
+                || format!("container {id}"),
+                Some(timeout + Duration::from_secs(1)),
+                self.rs.clone().exec_sync(cri::ExecSyncRequest {
+                    container_id: id.to_owned(),
+                    cmd,
+                    timeout: i64::try_from(timeout.as_secs()).unwrap_or(1),
+                }),
+            )
+            .await?;
+        let mut output = String::from_utf8_lossy(&resp.stdout).into_owned();
+        output.push_str(&String::from_utf8_lossy(&resp.stderr));
+        Ok((resp.exit_code, output))
+    }
+
+    /// `GetContainerEvents`: the runtime's container event stream (evented PLEG).
+    pub async fn container_events(&self) -> Result<tonic::Streaming<cri::ContainerEventResponse>> {
+        self.call(
+            "GetContainerEvents",
+            || "runtime".into(),
+            None,
+            self.rs
+                .clone()
+                .get_container_events(cri::GetEventsRequest::default()),
+        )
+        .await
+    }
+}

@@ -1,0 +1,207 @@
+//! The sandbox and container configs the kubelet sends, and the pod's directory
+//! (logs, termination-message files, volumes).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use k8s_openapi::api::core::v1::{Container as ContainerSpec, Pod};
+use nodeconform_cri::v1 as cri;
+
+use super::Runtime;
+use super::labels::*;
+
+impl Runtime {
+    /// The sandbox config the kubelet would send for `pod` (also needed by `CreateContainer`).
+    pub fn sandbox_config(&self, pod: &Pod, attempt: u32) -> cri::PodSandboxConfig {
+        let meta = &pod.metadata;
+        let name = meta.name.clone().unwrap_or_default();
+        let namespace = meta.namespace.clone().unwrap_or_default();
+        let uid = meta.uid.clone().unwrap_or_default();
+        let mut labels: HashMap<String, String> = meta
+            .labels
+            .clone()
+            .map(|l| l.into_iter().collect())
+            .unwrap_or_default();
+        labels.insert(POD_NAME_LABEL.into(), name.clone());
+        labels.insert(POD_NAMESPACE_LABEL.into(), namespace.clone());
+        labels.insert(POD_UID_LABEL.into(), uid.clone());
+        let annotations: HashMap<String, String> = meta
+            .annotations
+            .clone()
+            .map(|a| a.into_iter().collect())
+            .unwrap_or_default();
+        let spec = pod.spec.as_ref();
+        let hostname = spec
+            .and_then(|s| s.hostname.clone())
+            .unwrap_or_else(|| name.clone());
+        let pid_mode = if spec.and_then(|s| s.share_process_namespace) == Some(true) {
+            cri::NamespaceMode::Pod
+        } else {
+            cri::NamespaceMode::Container
+        };
+        let host_network = spec.and_then(|s| s.host_network) == Some(true);
+        cri::PodSandboxConfig {
+            metadata: Some(cri::PodSandboxMetadata {
+                name: name.clone(),
+                uid: uid.clone(),
+                namespace: namespace.clone(),
+                attempt,
+            }),
+            hostname,
+            log_directory: self.pod_dir(pod).to_string_lossy().into_owned(),
+            labels,
+            annotations,
+            linux: Some(cri::LinuxPodSandboxConfig {
+                security_context: Some(cri::LinuxSandboxSecurityContext {
+                    namespace_options: Some(cri::NamespaceOption {
+                        network: if host_network {
+                            cri::NamespaceMode::Node as i32
+                        } else {
+                            cri::NamespaceMode::Pod as i32
+                        },
+                        pid: pid_mode as i32,
+                        ipc: cri::NamespaceMode::Pod as i32,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// The container config the kubelet would send for `container` of `pod`.
+    pub fn container_config(
+        &self,
+        pod: &Pod,
+        container: &ContainerSpec,
+        restart_count: i32,
+        env: Vec<(String, String)>,
+        volume_mounts: Vec<cri::Mount>,
+    ) -> cri::ContainerConfig {
+        let meta = &pod.metadata;
+        let mut labels = HashMap::new();
+        labels.insert(POD_NAME_LABEL.into(), meta.name.clone().unwrap_or_default());
+        labels.insert(
+            POD_NAMESPACE_LABEL.into(),
+            meta.namespace.clone().unwrap_or_default(),
+        );
+        labels.insert(POD_UID_LABEL.into(), meta.uid.clone().unwrap_or_default());
+        labels.insert(CONTAINER_NAME_LABEL.into(), container.name.clone());
+        let mut annotations = HashMap::new();
+        annotations.insert(
+            CONTAINER_HASH_ANNOTATION.into(),
+            format!("{:x}", container_hash(container)),
+        );
+        annotations.insert(RESTART_COUNT_ANNOTATION.into(), restart_count.to_string());
+        annotations.insert(
+            TERMINATION_MESSAGE_PATH_ANNOTATION.into(),
+            container
+                .termination_message_path
+                .clone()
+                .unwrap_or_else(|| "/dev/termination-log".into()),
+        );
+        annotations.insert(
+            TERMINATION_MESSAGE_POLICY_ANNOTATION.into(),
+            container
+                .termination_message_policy
+                .clone()
+                .unwrap_or_else(|| "File".into()),
+        );
+        if let Some(grace) = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.termination_grace_period_seconds)
+        {
+            annotations.insert(TERMINATION_GRACE_ANNOTATION.into(), grace.to_string());
+        }
+        // The kubelet mounts a host file at terminationMessagePath for the
+        // container to write its message into (created by `create_container`).
+        let termination_path = container
+            .termination_message_path
+            .clone()
+            .unwrap_or_else(|| "/dev/termination-log".into());
+        let mut mounts = volume_mounts;
+        mounts.push(cri::Mount {
+            container_path: termination_path,
+            host_path: self
+                .termination_file(pod, &container.name, restart_count)
+                .to_string_lossy()
+                .into_owned(),
+            ..Default::default()
+        });
+        let expand_all = |list: &Option<Vec<String>>| -> Vec<String> {
+            list.iter()
+                .flatten()
+                .map(|a| crate::env::expand(a, &env))
+                .collect()
+        };
+        let command = expand_all(&container.command);
+        let args = expand_all(&container.args);
+        let envs = env
+            .into_iter()
+            .map(|(key, value)| cri::KeyValue { key, value })
+            .collect();
+        let pid_mode = if pod.spec.as_ref().and_then(|s| s.share_process_namespace) == Some(true) {
+            cri::NamespaceMode::Pod
+        } else {
+            cri::NamespaceMode::Container
+        };
+        cri::ContainerConfig {
+            metadata: Some(cri::ContainerMetadata {
+                name: container.name.clone(),
+                attempt: u32::try_from(restart_count).unwrap_or(0),
+            }),
+            image: Some(cri::ImageSpec {
+                image: container.image.clone().unwrap_or_default(),
+                user_specified_image: container.image.clone().unwrap_or_default(),
+                ..Default::default()
+            }),
+            command,
+            args,
+            working_dir: container.working_dir.clone().unwrap_or_default(),
+            envs,
+            mounts,
+            labels,
+            annotations,
+            log_path: format!("{}/{restart_count}.log", container.name),
+            stdin: container.stdin.unwrap_or(false),
+            stdin_once: container.stdin_once.unwrap_or(false),
+            tty: container.tty.unwrap_or(false),
+            linux: Some(cri::LinuxContainerConfig {
+                security_context: Some(cri::LinuxContainerSecurityContext {
+                    namespace_options: Some(cri::NamespaceOption {
+                        network: cri::NamespaceMode::Pod as i32,
+                        pid: pid_mode as i32,
+                        ipc: cri::NamespaceMode::Pod as i32,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// The pod's directory (`<namespace>_<name>_<uid>`): container logs,
+    /// termination-message files and volumes.
+    pub fn pod_dir(&self, pod: &Pod) -> PathBuf {
+        let meta = &pod.metadata;
+        self.log_root.join(format!(
+            "{}_{}_{}",
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default(),
+            meta.uid.as_deref().unwrap_or_default()
+        ))
+    }
+
+    /// The host file for a container's termination message, beside its log:
+    /// `<pods>/<namespace>_<name>_<uid>/<container>/<restart>.termination-log`.
+    fn termination_file(&self, pod: &Pod, container: &str, restart_count: i32) -> PathBuf {
+        self.pod_dir(pod)
+            .join(container)
+            .join(format!("{restart_count}.termination-log"))
+    }
+}

@@ -1,0 +1,191 @@
+//! The lifecycle verbs: run a sandbox, pull an image, create, start, stop and
+//! remove containers and sandboxes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use nodeconform_cri::v1 as cri;
+
+use super::client::target_pod;
+use super::error::gone_is_done;
+use super::termination::create_termination_file;
+use super::{Error, Result, Runtime};
+
+impl Runtime {
+    /// `RunPodSandbox` for `pod`; returns the sandbox ID.
+    pub async fn run_sandbox(&self, pod: &Pod, attempt: u32) -> Result<String> {
+        let config = self.sandbox_config(pod, attempt);
+        let resp = self
+            .call(
+                "RunPodSandbox",
+                || target_pod(pod),
+                None,
+                self.rs.clone().run_pod_sandbox(cri::RunPodSandboxRequest {
+                    config: Some(config),
+                    runtime_handler: String::new(),
+                }),
+            )
+            .await?;
+        Ok(resp.pod_sandbox_id)
+    }
+
+    /// `ImageStatus`: the image's size in bytes if the runtime has it.
+    pub async fn image_size(&self, image: &str) -> Result<Option<u64>> {
+        let resp = self
+            .call(
+                "ImageStatus",
+                || format!("image {image}"),
+                None,
+                self.is.clone().image_status(cri::ImageStatusRequest {
+                    image: Some(cri::ImageSpec {
+                        image: image.to_owned(),
+                        ..Default::default()
+                    }),
+                    verbose: false,
+                }),
+            )
+            .await?;
+        Ok(resp.image.map(|i| i.size))
+    }
+
+    /// `PullImage`; returns the image reference.
+    pub async fn pull_image(&self, image: &str, sandbox: cri::PodSandboxConfig) -> Result<String> {
+        let resp = self
+            .call(
+                "PullImage",
+                || format!("image {image}"),
+                Some(self.timeout.max(Duration::from_secs(600))),
+                self.is.clone().pull_image(cri::PullImageRequest {
+                    image: Some(cri::ImageSpec {
+                        image: image.to_owned(),
+                        ..Default::default()
+                    }),
+                    auth: None,
+                    sandbox_config: Some(sandbox),
+                }),
+            )
+            .await?;
+        Ok(resp.image_ref)
+    }
+
+    /// `CreateContainer`; returns the container ID.
+    pub async fn create_container(
+        &self,
+        pod: &Pod,
+        sandbox_id: &str,
+        config: cri::ContainerConfig,
+        sandbox_config: cri::PodSandboxConfig,
+    ) -> Result<String> {
+        let name = config
+            .metadata
+            .as_ref()
+            .map(|m| m.name.clone())
+            .unwrap_or_default();
+        // An empty, world-writable file, as the kubelet makes it, so a container
+        // running as any user can write its message ([`Runtime::container_config`]
+        // mounts it last, after the volumes).
+        if let Some(mount) = config.mounts.last() {
+            let path = PathBuf::from(&mount.host_path);
+            create_termination_file(path.clone())
+                .await
+                .map_err(|source| Error::TerminationFile { path, source })?;
+        }
+        let resp = self
+            .call(
+                "CreateContainer",
+                || format!("container {name} of {}", target_pod(pod)),
+                None,
+                self.rs
+                    .clone()
+                    .create_container(cri::CreateContainerRequest {
+                        pod_sandbox_id: sandbox_id.to_owned(),
+                        config: Some(config),
+                        sandbox_config: Some(sandbox_config),
+                    }),
+            )
+            .await?;
+        Ok(resp.container_id)
+    }
+
+    /// `StartContainer`.
+    pub async fn start_container(&self, id: &str) -> Result<()> {
+        self.call(
+            "StartContainer",
+            || format!("container {id}"),
+            None,
+            self.rs.clone().start_container(cri::StartContainerRequest {
+                container_id: id.to_owned(),
+            }),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// `StopContainer` with `grace` as the timeout (SIGTERM, then SIGKILL).
+    pub async fn stop_container(&self, id: &str, grace: Duration) -> Result<()> {
+        let result = self
+            .call(
+                "StopContainer",
+                || format!("container {id}"),
+                Some(grace + self.timeout),
+                self.rs.clone().stop_container(cri::StopContainerRequest {
+                    container_id: id.to_owned(),
+                    timeout: i64::try_from(grace.as_secs()).unwrap_or(i64::MAX),
+                }),
+            )
+            .await;
+        gone_is_done(result)
+    }
+
+    /// `StopPodSandbox`.
+    pub async fn stop_sandbox(&self, id: &str) -> Result<()> {
+        let result = self
+            .call(
+                "StopPodSandbox",
+                || format!("sandbox {id}"),
+                None,
+                self.rs
+                    .clone()
+                    .stop_pod_sandbox(cri::StopPodSandboxRequest {
+                        pod_sandbox_id: id.to_owned(),
+                    }),
+            )
+            .await;
+        gone_is_done(result)
+    }
+
+    /// `RemoveContainer`.
+    pub async fn remove_container(&self, id: &str) -> Result<()> {
+        let result = self
+            .call(
+                "RemoveContainer",
+                || format!("container {id}"),
+                None,
+                self.rs
+                    .clone()
+                    .remove_container(cri::RemoveContainerRequest {
+                        container_id: id.to_owned(),
+                    }),
+            )
+            .await;
+        gone_is_done(result)
+    }
+
+    /// `RemovePodSandbox`.
+    pub async fn remove_sandbox(&self, id: &str) -> Result<()> {
+        let result = self
+            .call(
+                "RemovePodSandbox",
+                || format!("sandbox {id}"),
+                None,
+                self.rs
+                    .clone()
+                    .remove_pod_sandbox(cri::RemovePodSandboxRequest {
+                        pod_sandbox_id: id.to_owned(),
+                    }),
+            )
+            .await;
+        gone_is_done(result)
+    }
+}

@@ -1,0 +1,257 @@
+//! What a parsed case must satisfy beyond its types: names, steps in a
+//! sensible order, patterns that name the pod's containers.
+
+use super::locate::{Anchor, Problem, problem};
+use super::model::{Case, Fault, Requirement, Step};
+use super::pattern::{ContainerPattern, PodPattern};
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
+    let mut out = Vec::new();
+    if case.name != stem {
+        out.push(problem(
+            Anchor::TopKey("name"),
+            format!(
+                "name `{}` differs from the file name: expected `{stem}` (cases are named by their file)",
+                case.name
+            ),
+        ));
+    }
+    if case.description.trim().is_empty() {
+        out.push(problem(
+            Anchor::TopKey("description"),
+            "description is empty: expected the upstream test or behaviour the case mirrors",
+        ));
+    }
+    let pod_name = case.pod.metadata.name.as_deref().unwrap_or_default();
+    if !is_dns_label(pod_name) {
+        out.push(problem(
+            Anchor::TopKey("pod"),
+            format!(
+                "pod.metadata.name `{pod_name}`: expected a DNS label (lowercase letters, digits, `-`, at most 63)"
+            ),
+        ));
+    }
+    if case.pod.metadata.namespace.is_some() {
+        out.push(problem(
+            Anchor::TopKey("pod"),
+            "pod.metadata.namespace is set: expected none, the harness gives each case its own namespace",
+        ));
+    }
+    let spec = case.pod.spec.as_ref();
+    let containers: Vec<&str> = spec
+        .map(|s| s.containers.iter().map(|c| c.name.as_str()).collect())
+        .unwrap_or_default();
+    let init_containers: Vec<&str> = spec
+        .and_then(|s| s.init_containers.as_ref())
+        .map(|v| v.iter().map(|c| c.name.as_str()).collect())
+        .unwrap_or_default();
+    match spec {
+        None => out.push(problem(
+            Anchor::TopKey("pod"),
+            "pod.spec is missing: expected a pod spec with at least one container",
+        )),
+        Some(spec) => {
+            if spec.containers.is_empty() {
+                out.push(problem(
+                    Anchor::TopKey("pod"),
+                    "pod.spec.containers is empty: expected at least one container",
+                ));
+            }
+            if spec.node_name.is_some() {
+                out.push(problem(
+                    Anchor::TopKey("pod"),
+                    "pod.spec.nodeName is set: expected none, the harness binds the pod to the node under test",
+                ));
+            }
+            for c in spec
+                .containers
+                .iter()
+                .chain(spec.init_containers.iter().flatten())
+            {
+                if c.image.as_deref().unwrap_or_default().is_empty() {
+                    out.push(problem(
+                        Anchor::TopKey("pod"),
+                        format!(
+                            "container `{}` has no image: expected e.g. `image: busybox:1.36`",
+                            c.name
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    for object in &case.objects {
+        let meta = match object {
+            super::model::Object::ConfigMap(c) => &c.metadata,
+            super::model::Object::Secret(s) => &s.metadata,
+        };
+        if !meta.name.as_deref().is_some_and(is_dns_label) {
+            out.push(problem(
+                Anchor::TopKey("objects"),
+                format!("{}: expected metadata.name, a DNS label", object.describe()),
+            ));
+        }
+        if meta.namespace.is_some() {
+            out.push(problem(
+                Anchor::TopKey("objects"),
+                format!(
+                    "{}: metadata.namespace is set: expected none, the harness sets it",
+                    object.describe()
+                ),
+            ));
+        }
+    }
+    let mut created = false;
+    for (i, step) in case.steps.iter().enumerate() {
+        let here = || Anchor::Step(i);
+        match step {
+            Step::Create => {
+                if created {
+                    out.push(problem(here(), "a second `create`: expected one per case"));
+                }
+                created = true;
+            }
+            Step::Delete(d) => {
+                if !created {
+                    out.push(problem(here(), "`delete` before `create`"));
+                }
+                if d.grace_period_seconds.is_some_and(|g| g < 0) {
+                    out.push(problem(here(), "gracePeriodSeconds: expected 0 or more"));
+                }
+            }
+            Step::RemoveFinalizers => {
+                if !created {
+                    out.push(problem(here(), "`removeFinalizers` before `create`"));
+                }
+            }
+            Step::Fault(fault) => {
+                if !case.requires.contains(&Requirement::RuntimeControl) {
+                    out.push(problem(
+                        here(),
+                        "a `fault` step needs `requires: [runtime-control]` (setups without runtime control ignore the case)",
+                    ));
+                }
+                if let Fault::Kill(kill) = fault
+                    && !containers.contains(&kill.container.as_str())
+                    && !init_containers.contains(&kill.container.as_str())
+                {
+                    out.push(problem(
+                        here(),
+                        format!(
+                            "kill: no container `{}` in the pod: expected one of {}",
+                            kill.container,
+                            containers.join(", ")
+                        ),
+                    ));
+                }
+            }
+            Step::Wait(_) | Step::ExpectNode(_) => {}
+            Step::ExpectRuntime(_) => {
+                if !case.requires.contains(&Requirement::RuntimeControl) {
+                    out.push(problem(
+                        here(),
+                        "an `expectRuntime` step needs `requires: [runtime-control]`",
+                    ));
+                }
+            }
+            Step::Expect(expect) => {
+                if !created {
+                    out.push(problem(
+                        here(),
+                        "`expect` before `create`: expected a `create` step first",
+                    ));
+                }
+                if expect.states.is_empty() && expect.never.is_empty() {
+                    out.push(problem(
+                        here(),
+                        "`expect` with neither `states` nor `never`",
+                    ));
+                }
+                if !expect.never.is_empty() && expect.states.is_empty() && expect.hold.is_none() {
+                    out.push(problem(
+                        here(),
+                        "`never` without `states` needs `hold: <duration>`: how long to watch",
+                    ));
+                }
+                for (j, p) in expect.states.iter().chain(expect.never.iter()).enumerate() {
+                    let which = if j < expect.states.len() {
+                        format!("states[{j}]")
+                    } else {
+                        format!("never[{}]", j - expect.states.len())
+                    };
+                    check_pattern(p, &which, &containers, &init_containers, i, &mut out);
+                }
+                for (j, p) in expect.never.iter().enumerate() {
+                    if p.gone || p.within.is_some() {
+                        out.push(problem(
+                            here(),
+                            format!(
+                                "never[{j}]: `gone` and `within` do not apply to `never` patterns"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if !created {
+        out.push(problem(
+            Anchor::TopKey("steps"),
+            "no `create` step: expected one",
+        ));
+    }
+    out
+}
+
+fn check_pattern(
+    p: &PodPattern,
+    which: &str,
+    containers: &[&str],
+    init_containers: &[&str],
+    step: usize,
+    out: &mut Vec<Problem>,
+) {
+    if p.gone && p.checks_fields() {
+        out.push(problem(
+            Anchor::Step(step),
+            format!("{which}: `gone: true` cannot be combined with other fields (a removed pod has no state)"),
+        ));
+    }
+    if !p.gone && !p.checks_fields() {
+        out.push(problem(
+            Anchor::Step(step),
+            format!("{which}: an empty pattern: expected at least one of phase, conditions, containers, initContainers, reason, message, deleting, hasPodIp, gone"),
+        ));
+    }
+    for (names, map, field) in [
+        (containers, &p.containers, "containers"),
+        (init_containers, &p.init_containers, "initContainers"),
+    ] {
+        for (name, cp) in map {
+            if !names.contains(&name.as_str()) {
+                out.push(problem(
+                    Anchor::Step(step),
+                    format!(
+                        "{which}.{field}: no container `{name}` in the pod's {field}: expected one of [{}]",
+                        names.join(", ")
+                    ),
+                ));
+            }
+            if *cp == ContainerPattern::default() {
+                out.push(problem(
+                    Anchor::Step(step),
+                    format!("{which}.{field}.{name}: an empty container pattern"),
+                ));
+            }
+        }
+    }
+}
