@@ -86,7 +86,11 @@ fn load_map(dir: &Path) -> Map {
 fn load_citations(dir: &Path) -> BTreeMap<String, Vec<Citation>> {
     let loaded = case::load_dir(dir);
     let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
-    assert!(errors.is_empty(), "broken case files:\n{}", errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "broken case files:\n{}",
+        errors.join("\n")
+    );
     let mut citations: BTreeMap<String, Vec<Citation>> = BTreeMap::new();
     for loaded in &loaded.cases {
         for upstream in &loaded.case.upstream {
@@ -311,17 +315,16 @@ fn readme_table_is_current() {
     let (Some(begin), Some(end)) = (readme.find(BEGIN), readme.find(END)) else {
         panic!("cases/README.md has no `{BEGIN}` … `{END}` section");
     };
-    assert!(begin < end, "cases/README.md: `{END}` comes before `{BEGIN}`");
+    assert!(
+        begin < end,
+        "cases/README.md: `{END}` comes before `{BEGIN}`"
+    );
     let current = readme[begin + BEGIN.len()..end].trim_start_matches('\n');
     if current == generated {
         return;
     }
     if std::env::var_os(UPDATE_ENV).is_some_and(|v| v == "1") {
-        let updated = format!(
-            "{}{BEGIN}\n{generated}{}",
-            &readme[..begin],
-            &readme[end..]
-        );
+        let updated = format!("{}{BEGIN}\n{generated}{}", &readme[..begin], &readme[end..]);
         std::fs::write(&readme_path, updated)
             .unwrap_or_else(|e| panic!("cannot write {}: {e}", readme_path.display()));
         eprintln!("updated the coverage table in {}", readme_path.display());
