@@ -256,10 +256,11 @@ impl Registry {
                     .unwrap_or(0)
                     == 0;
             if finalized {
-                let stored = t.put(resource, out, EventType::Modified)?;
-                let gone = t.remove(resource, namespace, name)?.unwrap_or(stored);
+                // Upstream's errEmptiedFinalizers: the update is not written; the stored
+                // object is deleted (DELETED carries it as stored), the caller gets its update.
+                t.remove(resource, namespace, name)?;
                 self.finish_namespace(t, namespace)?;
-                return Ok((gone, false));
+                return Ok((Object::new(out, current.rv)?, false));
             }
             Ok((t.put(resource, out, EventType::Modified)?, false))
         })

@@ -31,7 +31,7 @@ pub struct Object {
 }
 
 impl Object {
-    fn new(value: Value, rv: u64) -> Result<Arc<Self>> {
+    pub(crate) fn new(value: Value, rv: u64) -> Result<Arc<Self>> {
         let json = serde_json::to_vec(&value).map_err(|e| Error::Internal {
             message: format!("serializing object: {e}"),
         })?;

@@ -66,12 +66,6 @@ fn ensure_namespace(resource: &Resource, obj: &mut Value, namespace: &str) -> Re
     Ok(())
 }
 
-fn has_spec(resource: &Resource, obj: &Value) -> bool {
-    obj.get("spec").is_some()
-        || std::ptr::eq(resource, &resources::PODS)
-        || std::ptr::eq(resource, &resources::NODES)
-}
-
 /// Turns a create request body into the object to store: server-set metadata, defaults,
 /// validation. `namespace` is the URL's ("" for cluster-scoped).
 pub fn prepare_for_create(resource: &Resource, mut obj: Value, namespace: &str) -> Result<Value> {
@@ -103,9 +97,9 @@ pub fn prepare_for_create(resource: &Resource, mut obj: Value, namespace: &str) 
     }
     m.insert("uid".into(), meta::new_uid().into());
     m.insert("creationTimestamp".into(), meta::now().into());
-    if has_spec(resource, &obj) {
-        meta::set(&mut obj, "generation", 1);
-    }
+    // No kind served here sets `generation` in kube-apiserver 1.28 (only ReplicationControllers,
+    // PodTemplates and the apps/batch kinds do): a client's value is dropped as upstream drops it.
+    meta::metadata_mut(&mut obj).remove("generation");
     defaults::apply(resource, &mut obj);
     if std::ptr::eq(resource, &resources::PODS) {
         pod_create(&mut obj)?;
@@ -337,13 +331,6 @@ pub fn prepare_for_update(
             });
         }
     }
-    if has_spec(resource, old) && old.get("spec") != out.get("spec") {
-        let generation = old
-            .pointer("/metadata/generation")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        meta::set(&mut out, "generation", generation + 1);
-    }
     Ok(out)
 }
 
@@ -360,7 +347,10 @@ mod tests {
     fn pod_create_sets_server_fields_and_defaults() {
         let p = prepare_for_create(&PODS, pod(), "ns").unwrap();
         assert_eq!(p["metadata"]["namespace"], "ns");
-        assert_eq!(p["metadata"]["generation"], 1);
+        assert!(
+            p["metadata"].get("generation").is_none(),
+            "1.28 pods have none"
+        );
         assert_eq!(p["spec"]["restartPolicy"], "Always");
         assert_eq!(p["spec"]["containers"][0]["imagePullPolicy"], "Always");
         assert_eq!(p["status"]["phase"], "Pending");
@@ -437,7 +427,7 @@ mod tests {
         let new = json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}, "status": {"phase": "B"}});
         let out = prepare_for_update(&NODES, &old, new.clone(), Part::Main).unwrap();
         assert_eq!(out["status"]["phase"], "A");
-        assert_eq!(out["metadata"]["generation"], 2);
+        assert_eq!(out["metadata"]["generation"], 1, "nodes keep what they have");
         assert_eq!(out["metadata"]["uid"], "u");
         let out = prepare_for_update(&NODES, &old, new, Part::Status).unwrap();
         assert_eq!(out["status"]["phase"], "B");

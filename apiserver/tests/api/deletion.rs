@@ -306,3 +306,109 @@ async fn delete_collection_by_label() {
     assert_eq!(left, ["c", "kube-root-ca.crt"]);
     api.shutdown().await;
 }
+
+/// The watch events of deletions with finalizers, status-only writes and shortened grace
+/// periods, as kube-apiserver v1.28.7 (etcd 3.4) sent them for the same requests: removing the
+/// last finalizer of a pod deleted with grace 0 writes nothing and deletes the stored object
+/// (the DELETED event still lists the finalizer); a no-op status write sends nothing; pods get
+/// no `generation`.
+#[tokio::test]
+async fn watch_events_match_kube_apiserver() {
+    let api = server().await;
+    let pods: Api<Pod> = Api::namespaced(api.client(), "default");
+    let mut watch = crate::watches::Lines::open(
+        &api,
+        "/api/v1/namespaces/default/pods?watch=1&resourceVersion=0",
+        &[],
+    )
+    .await;
+    let pp = PostParams::default();
+    let unkeep = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+    let grace = |g: u32| DeleteParams::default().grace_period(g);
+    // An unscheduled pod held by a finalizer.
+    let mut a = pod("a", None, None);
+    a.metadata.finalizers = Some(vec!["example.com/keep".into()]);
+    pods.create(&pp, &a).await.unwrap();
+    pods.delete("a", &DeleteParams::default()).await.unwrap();
+    let answer = pods
+        .patch("a", &PatchParams::default(), &unkeep)
+        .await
+        .unwrap();
+    assert!(
+        answer.metadata.finalizers.is_none(),
+        "the caller gets its update"
+    );
+    // A scheduled pod: a status write, the same again, shorter and shorter grace periods.
+    pods.create(&pp, &pod("b", Some("n1"), None)).await.unwrap();
+    let gate = Patch::Merge(
+        json!({"status": {"conditions": [{"type": "example.com/gate", "status": "True"}]}}),
+    );
+    pods.patch_status("b", &PatchParams::default(), &gate)
+        .await
+        .unwrap();
+    pods.patch_status("b", &PatchParams::default(), &gate)
+        .await
+        .unwrap();
+    for g in [30, 10, 0] {
+        pods.delete("b", &grace(g)).await.unwrap();
+    }
+    // A scheduled pod held by a finalizer: graceful delete, a status write, grace 0, unheld.
+    let mut c = pod("c", Some("n1"), None);
+    c.metadata.finalizers = Some(vec!["example.com/keep".into()]);
+    pods.create(&pp, &c).await.unwrap();
+    pods.delete("c", &grace(5)).await.unwrap();
+    let failed = Patch::Merge(json!({"status": {"phase": "Failed"}}));
+    pods.patch_status("c", &PatchParams::default(), &failed)
+        .await
+        .unwrap();
+    pods.delete("c", &grace(0)).await.unwrap();
+    pods.patch("c", &PatchParams::default(), &unkeep)
+        .await
+        .unwrap();
+
+    let want = [
+        "ADDED a - false - [example.com/keep] Pending",
+        "MODIFIED a - true 0 [example.com/keep] Pending",
+        "DELETED a - true 0 [example.com/keep] Pending",
+        "ADDED b - false - [] Pending",
+        "MODIFIED b - false - [] Pending",
+        "MODIFIED b - true 30 [] Pending",
+        "MODIFIED b - true 10 [] Pending",
+        "MODIFIED b - true 0 [] Pending",
+        "DELETED b - true 0 [] Pending",
+        "ADDED c - false - [example.com/keep] Pending",
+        "MODIFIED c - true 5 [example.com/keep] Pending",
+        "MODIFIED c - true 5 [example.com/keep] Failed",
+        "MODIFIED c - true 0 [example.com/keep] Failed",
+        "DELETED c - true 0 [example.com/keep] Failed",
+    ];
+    let mut seen = Vec::new();
+    while seen.len() < want.len() {
+        let event = watch.next().await.expect("the watch stays open");
+        let o = &event["object"];
+        let m = &o["metadata"];
+        let finalizers: Vec<&str> = m["finalizers"]
+            .as_array()
+            .map(|f| f.iter().filter_map(|v| v.as_str()).collect())
+            .unwrap_or_default();
+        let opt = |v: &serde_json::Value| {
+            if v.is_null() {
+                "-".to_string()
+            } else {
+                v.to_string()
+            }
+        };
+        seen.push(format!(
+            "{} {} {} {} {} [{}] {}",
+            event["type"].as_str().unwrap(),
+            m["name"].as_str().unwrap(),
+            opt(&m["generation"]),
+            !m["deletionTimestamp"].is_null(),
+            opt(&m["deletionGracePeriodSeconds"]),
+            finalizers.join(","),
+            o["status"]["phase"].as_str().unwrap_or("-"),
+        ));
+    }
+    assert_eq!(seen, want);
+    api.shutdown().await;
+}
