@@ -2,17 +2,20 @@
 //!
 //! fake-cri never runs host processes. A container's `command` + `args` are
 //! parsed into a [`Program`] when the container is created (so unsupported
-//! syntax is a `CreateContainer` error) and interpreted by [`exec`] when it
+//! syntax is a `CreateContainer` error) and interpreted by a [`Shell`] when it
 //! starts. The grammar and its limits are specified in `fake-cri/README.md`.
 
 mod ast;
-mod exec;
+mod builtins;
 mod lex;
 mod parse;
+mod shell;
+mod signals;
 
 pub use ast::{AndOr, Command, Connector, List, Part, Redirect, RedirectTarget, Simple, Word};
-pub use exec::{Files, Outcome, Output, Shell, Signal, Stream};
 pub use parse::{ParseError, parse};
+pub use shell::{Files, Output, Shell, Stream};
+pub use signals::{Outcome, Signal};
 
 /// How a container's argv is run.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,7 +59,7 @@ impl Program {
                 _ => Ok(Self::Server),
             };
         }
-        if exec::is_builtin(name) {
+        if builtins::is_builtin(name) {
             let words = argv
                 .iter()
                 .enumerate()

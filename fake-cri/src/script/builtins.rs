@@ -1,0 +1,240 @@
+//! The builtin commands the interpreter runs.
+
+use std::time::Duration;
+
+use super::shell::{Shell, Stream};
+use super::signals::Stop;
+use super::{basename, parse};
+
+/// Builtins the interpreter runs; any other command is treated as a server.
+const BUILTINS: &[&str] = &[
+    "sleep", "exit", "true", "false", ":", "echo", "touch", "rm", "cat", "test", "[", "trap",
+    "mkdir", "hostname", "wait", "sh", "bash", "ash", "dash",
+];
+
+pub(crate) fn is_builtin(name: &str) -> bool {
+    BUILTINS.contains(&name)
+}
+
+impl Shell<'_> {
+    pub(super) async fn builtin(&mut self, argv: &[String]) -> Result<i32, Stop> {
+        let name = basename(&argv[0]);
+        let args = &argv[1..];
+        match name {
+            "true" | ":" | "mkdir" | "wait" => Ok(0),
+            "false" => Ok(1),
+            "sleep" => self.sleep_command(args).await,
+            "exit" => Err(Stop::Exit(match args.first() {
+                None => self.status,
+                Some(code) => match code.parse::<i64>() {
+                    Ok(code) => (code & 0xff) as i32,
+                    Err(_) => {
+                        self.emit(
+                            Stream::Stderr,
+                            &format!("sh: exit: Illegal number: {code}\n"),
+                        );
+                        2
+                    }
+                },
+            })),
+            "echo" => {
+                let (newline, words) = match args.first().map(String::as_str) {
+                    Some("-n") => (false, &args[1..]),
+                    Some("-e") => (true, &args[1..]),
+                    _ => (true, args),
+                };
+                let mut text = words.join(" ");
+                if newline {
+                    text.push('\n');
+                }
+                self.emit(Stream::Stdout, &text);
+                Ok(0)
+            }
+            "hostname" => {
+                let name = self.env.get("HOSTNAME").cloned().unwrap_or_default();
+                self.emit(Stream::Stdout, &format!("{name}\n"));
+                Ok(0)
+            }
+            "touch" => {
+                let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+                for path in args.iter().filter(|a| !a.starts_with('-')) {
+                    files.entry(path.clone()).or_default();
+                }
+                Ok(0)
+            }
+            "rm" => Ok(self.rm(args)),
+            "cat" => Ok(self.cat(args)),
+            "test" => Ok(self.test(args)),
+            "[" => match args.split_last() {
+                Some((last, inner)) if last == "]" => Ok(self.test(inner)),
+                _ => {
+                    self.emit(Stream::Stderr, "sh: [: missing ]\n");
+                    Ok(2)
+                }
+            },
+            "trap" => Ok(self.trap(args)),
+            "sh" | "bash" | "ash" | "dash" => self.subshell(args).await,
+            _ => self.serve().await,
+        }
+    }
+
+    async fn sleep_command(&mut self, args: &[String]) -> Result<i32, Stop> {
+        if args.is_empty() {
+            self.emit(Stream::Stderr, "sleep: missing operand\n");
+            return Ok(1);
+        }
+        let mut total = Some(Duration::ZERO);
+        for arg in args {
+            match parse_duration(arg) {
+                Some(Some(d)) => total = total.and_then(|t| t.checked_add(d)),
+                Some(None) => total = None,
+                None => {
+                    self.emit(Stream::Stderr, &format!("sleep: invalid number '{arg}'\n"));
+                    return Ok(1);
+                }
+            }
+        }
+        // `None` is `sleep infinity`: Duration::MAX never elapses.
+        self.sleep(total.unwrap_or(Duration::MAX)).await?;
+        Ok(0)
+    }
+
+    fn rm(&mut self, args: &[String]) -> i32 {
+        let force = args.iter().any(|a| a.starts_with('-') && a.contains('f'));
+        let mut status = 0;
+        for path in args.iter().filter(|a| !a.starts_with('-')) {
+            let removed = {
+                let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+                let prefix = format!("{}/", path.trim_end_matches('/'));
+                let before = files.len();
+                files.retain(|name, _| name != path && !name.starts_with(&prefix));
+                files.len() != before
+            };
+            if !removed && !force {
+                self.emit(
+                    Stream::Stderr,
+                    &format!("rm: can't remove '{path}': No such file or directory\n"),
+                );
+                status = 1;
+            }
+        }
+        status
+    }
+
+    fn cat(&mut self, args: &[String]) -> i32 {
+        let mut status = 0;
+        for path in args {
+            let content = self
+                .files
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(path)
+                .cloned();
+            match content {
+                Some(content) => self.emit(Stream::Stdout, &String::from_utf8_lossy(&content)),
+                None => {
+                    self.emit(
+                        Stream::Stderr,
+                        &format!("cat: can't open '{path}': No such file or directory\n"),
+                    );
+                    status = 1;
+                }
+            }
+        }
+        status
+    }
+
+    fn test(&mut self, args: &[String]) -> i32 {
+        let (negate, args) = match args.split_first() {
+            Some((first, rest)) if first == "!" => (true, rest),
+            _ => (false, args),
+        };
+        let result = {
+            let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+            let exists = |path: &str| files.contains_key(path);
+            let is_dir = |path: &str| {
+                let prefix = format!("{}/", path.trim_end_matches('/'));
+                matches!(path, "/" | "/tmp" | "/dev")
+                    || files.keys().any(|k| k.starts_with(&prefix))
+            };
+            let strs: Vec<&str> = args.iter().map(String::as_str).collect();
+            match strs.as_slice() {
+                [] => Some(false),
+                [s] => Some(!s.is_empty()),
+                ["-e", path] => Some(exists(path) || is_dir(path)),
+                ["-f", path] => Some(exists(path)),
+                ["-d", path] => Some(is_dir(path)),
+                ["-s", path] => Some(files.get(*path).is_some_and(|c| !c.is_empty())),
+                ["-n", s] => Some(!s.is_empty()),
+                ["-z", s] => Some(s.is_empty()),
+                [a, "=" | "==", b] => Some(a == b),
+                [a, "!=", b] => Some(a != b),
+                [a, op @ ("-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge"), b] => {
+                    match (a.parse::<i64>(), b.parse::<i64>()) {
+                        (Ok(a), Ok(b)) => Some(match *op {
+                            "-eq" => a == b,
+                            "-ne" => a != b,
+                            "-lt" => a < b,
+                            "-le" => a <= b,
+                            "-gt" => a > b,
+                            _ => a >= b,
+                        }),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            }
+        };
+        match result {
+            Some(result) => i32::from(result == negate),
+            None => {
+                self.emit(
+                    Stream::Stderr,
+                    &format!("sh: test: unsupported expression: {}\n", args.join(" ")),
+                );
+                2
+            }
+        }
+    }
+
+    async fn subshell(&mut self, args: &[String]) -> Result<i32, Stop> {
+        if args.first().map(String::as_str) != Some("-c") {
+            return self.serve().await;
+        }
+        let script = args.get(1).map(String::as_str).unwrap_or_default();
+        let list = match parse(script) {
+            Ok(list) => list,
+            Err(error) => {
+                self.emit(Stream::Stderr, &format!("sh: {error}\n"));
+                return Ok(2);
+            }
+        };
+        let saved_args = std::mem::replace(&mut self.args, args.iter().skip(2).cloned().collect());
+        let result = self.list(&list).await;
+        self.args = saved_args;
+        match result {
+            Ok(code) | Err(Stop::Exit(code)) => Ok(code),
+            Err(stop @ Stop::Signal(_)) => Err(stop),
+        }
+    }
+}
+
+/// Parses a `sleep` operand: seconds with an optional `s`/`m`/`h`/`d`
+/// suffix. `Some(None)` is `infinity`; `None` is not a number.
+fn parse_duration(arg: &str) -> Option<Option<Duration>> {
+    if arg == "infinity" || arg == "inf" {
+        return Some(None);
+    }
+    let (number, unit) = match arg.char_indices().last()? {
+        (i, 's') => (&arg[..i], 1.0),
+        (i, 'm') => (&arg[..i], 60.0),
+        (i, 'h') => (&arg[..i], 3600.0),
+        (i, 'd') => (&arg[..i], 86400.0),
+        _ => (arg, 1.0),
+    };
+    let value: f64 = number
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && *v >= 0.0)?;
+    Some(Duration::try_from_secs_f64(value * unit).ok())
+}
