@@ -1,6 +1,5 @@
 //! Containers: create, start, stop, remove, and their status.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +7,7 @@ use std::time::Duration;
 use nodeconform_cri::v1;
 use tokio::sync::{mpsc, watch};
 
+use super::process;
 use super::state::{Runtime, State, invalid, lock, matches_labels, new_id, now};
 use crate::container::{Container, Lifecycle};
 use crate::error::{Error, Result};
@@ -87,6 +87,7 @@ impl Runtime {
             .map_or(v1::NamespaceMode::Pod as i32, |o| o.pid);
         let pid1 = pid_mode == v1::NamespaceMode::Container as i32
             || pid_mode == v1::NamespaceMode::Target as i32;
+        let context = process::context(&config, sandbox, &image);
         let id = new_id();
         state.names.insert(reserved_name.clone(), id.clone());
         let image_name = image.repo_tags.first().cloned().unwrap_or(image_spec);
@@ -103,7 +104,7 @@ impl Runtime {
             log_path,
             program: Arc::new(program),
             pid1,
-            files: Arc::default(),
+            context,
             state: Lifecycle::Created,
             created_at: now(),
             started_at: 0,
@@ -149,9 +150,9 @@ impl Runtime {
             state
                 .sandboxes
                 .get(&container.sandbox_id)
-                .map(|s| (s.state == SandboxState::Ready, s.config.hostname.clone()))
+                .map(|s| s.state == SandboxState::Ready)
         };
-        let Some((true, hostname)) = sandbox_ready else {
+        let Some(true) = sandbox_ready else {
             return Err(Error::WrongState {
                 object: "container",
                 id: id.to_owned(),
@@ -166,17 +167,10 @@ impl Runtime {
         container.state = Lifecycle::Running;
         container.started_at = now();
         container.signals = Some(tx);
-        let mut env: HashMap<String, String> = container
-            .config
-            .envs
-            .iter()
-            .map(|kv| (kv.key.clone(), kv.value.clone()))
-            .collect();
-        env.entry("HOSTNAME".to_owned()).or_insert(hostname);
         let log = LogFile::new(container.log_path.clone());
         log.create();
-        let (files, program, pid1) = (
-            Arc::clone(&container.files),
+        let (context, program, pid1) = (
+            container.context.clone(),
             Arc::clone(&container.program),
             container.pid1,
         );
@@ -184,7 +178,7 @@ impl Runtime {
         let container_id = id.to_owned();
         let task = tokio::spawn(async move {
             let mut log = log;
-            let outcome = Shell::main(files, env, &mut log, &mut rx, pid1)
+            let outcome = Shell::main(context, &mut log, &mut rx, pid1)
                 .run(&program)
                 .await;
             runtime.container_exited(&container_id, outcome);

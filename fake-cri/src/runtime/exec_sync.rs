@@ -1,6 +1,5 @@
 //! `ExecSync`: a command interpreted in a running container.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use nodeconform_cri::v1;
@@ -21,14 +20,8 @@ impl Runtime {
         if cmd.is_empty() {
             return Err(invalid("ExecSync", "cmd must not be empty"));
         }
-        let (files, env, mut exited) = self.running_container(id, "exec in it", |c| {
-            let env = c
-                .config
-                .envs
-                .iter()
-                .map(|kv| (kv.key.clone(), kv.value.clone()))
-                .collect();
-            (Arc::clone(&c.files), env, c.exited.subscribe())
+        let (context, mut exited) = self.running_container(id, "exec in it", |c| {
+            (c.context.clone(), c.exited.subscribe())
         })?;
         let program = match Program::from_argv(cmd) {
             Ok(program) => program,
@@ -42,7 +35,7 @@ impl Runtime {
             }
         };
         let mut output = Captured::default();
-        let exec = Shell::exec(files, env, &mut output).run(&program);
+        let exec = Shell::exec(context, &mut output).run(&program);
         // The exec's process dies with the container (killed, as everything
         // in its cgroup), or when the container is gone (removed, restart,
         // shutdown).

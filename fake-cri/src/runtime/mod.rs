@@ -12,6 +12,7 @@ mod events;
 mod exec_sync;
 mod images;
 mod network;
+mod process;
 mod sandboxes;
 mod state;
 mod stats;

@@ -9,7 +9,8 @@ use super::{basename, parse};
 /// Builtins the interpreter runs; any other command is treated as a server.
 const BUILTINS: &[&str] = &[
     "sleep", "exit", "true", "false", ":", "echo", "touch", "rm", "cat", "test", "[", "trap",
-    "mkdir", "hostname", "wait", "sh", "bash", "ash", "dash",
+    "mkdir", "hostname", "wait", "sh", "bash", "ash", "dash", "env", "printenv", "ls", "stat",
+    "id", "export", "unset",
 ];
 
 pub(crate) fn is_builtin(name: &str) -> bool {
@@ -21,7 +22,7 @@ impl Shell<'_> {
         let name = basename(&argv[0]);
         let args = &argv[1..];
         match name {
-            "true" | ":" | "mkdir" | "wait" => Ok(0),
+            "true" | ":" | "wait" => Ok(0),
             "false" => Ok(1),
             "sleep" => self.sleep_command(args).await,
             "exit" => Err(Stop::Exit(match args.first() {
@@ -50,20 +51,18 @@ impl Shell<'_> {
                 self.emit(Stream::Stdout, &text);
                 Ok(0)
             }
-            "hostname" => {
-                let name = self.env.get("HOSTNAME").cloned().unwrap_or_default();
-                self.emit(Stream::Stdout, &format!("{name}\n"));
-                Ok(0)
-            }
-            "touch" => {
-                let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-                for path in args.iter().filter(|a| !a.starts_with('-')) {
-                    files.entry(path.clone()).or_default();
-                }
-                Ok(0)
-            }
+            "hostname" => Ok(self.hostname(args)),
+            "id" => Ok(self.id(args)),
+            "env" => Box::pin(self.env_command(args)).await,
+            "printenv" => Ok(self.printenv(args)),
+            "export" => Ok(self.export(args)),
+            "unset" => Ok(self.unset(args)),
+            "touch" => Ok(self.touch(args)),
             "rm" => Ok(self.rm(args)),
+            "mkdir" => Ok(self.mkdir(args)),
             "cat" => Ok(self.cat(args)),
+            "ls" => Ok(self.ls(args)),
+            "stat" => Ok(self.stat(args)),
             "test" => Ok(self.test(args)),
             "[" => match args.split_last() {
                 Some((last, inner)) if last == "]" => Ok(self.test(inner)),
@@ -97,104 +96,6 @@ impl Shell<'_> {
         // `None` is `sleep infinity`: Duration::MAX never elapses.
         self.sleep(total.unwrap_or(Duration::MAX)).await?;
         Ok(0)
-    }
-
-    fn rm(&mut self, args: &[String]) -> i32 {
-        let force = args.iter().any(|a| a.starts_with('-') && a.contains('f'));
-        let mut status = 0;
-        for path in args.iter().filter(|a| !a.starts_with('-')) {
-            let removed = {
-                let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-                let prefix = format!("{}/", path.trim_end_matches('/'));
-                let before = files.len();
-                files.retain(|name, _| name != path && !name.starts_with(&prefix));
-                files.len() != before
-            };
-            if !removed && !force {
-                self.emit(
-                    Stream::Stderr,
-                    &format!("rm: can't remove '{path}': No such file or directory\n"),
-                );
-                status = 1;
-            }
-        }
-        status
-    }
-
-    fn cat(&mut self, args: &[String]) -> i32 {
-        let mut status = 0;
-        for path in args {
-            let content = self
-                .files
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(path)
-                .cloned();
-            match content {
-                Some(content) => self.emit(Stream::Stdout, &String::from_utf8_lossy(&content)),
-                None => {
-                    self.emit(
-                        Stream::Stderr,
-                        &format!("cat: can't open '{path}': No such file or directory\n"),
-                    );
-                    status = 1;
-                }
-            }
-        }
-        status
-    }
-
-    fn test(&mut self, args: &[String]) -> i32 {
-        let (negate, args) = match args.split_first() {
-            Some((first, rest)) if first == "!" => (true, rest),
-            _ => (false, args),
-        };
-        let result = {
-            let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-            let exists = |path: &str| files.contains_key(path);
-            let is_dir = |path: &str| {
-                let prefix = format!("{}/", path.trim_end_matches('/'));
-                matches!(path, "/" | "/tmp" | "/dev")
-                    || files.keys().any(|k| k.starts_with(&prefix))
-            };
-            let strs: Vec<&str> = args.iter().map(String::as_str).collect();
-            match strs.as_slice() {
-                [] => Some(false),
-                [s] => Some(!s.is_empty()),
-                ["-e", path] => Some(exists(path) || is_dir(path)),
-                ["-f", path] => Some(exists(path)),
-                ["-d", path] => Some(is_dir(path)),
-                ["-s", path] => Some(files.get(*path).is_some_and(|c| !c.is_empty())),
-                ["-n", s] => Some(!s.is_empty()),
-                ["-z", s] => Some(s.is_empty()),
-                [a, "=" | "==", b] => Some(a == b),
-                [a, "!=", b] => Some(a != b),
-                [a, op @ ("-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge"), b] => {
-                    match (a.parse::<i64>(), b.parse::<i64>()) {
-                        (Ok(a), Ok(b)) => Some(match *op {
-                            "-eq" => a == b,
-                            "-ne" => a != b,
-                            "-lt" => a < b,
-                            "-le" => a <= b,
-                            "-gt" => a > b,
-                            _ => a >= b,
-                        }),
-                        _ => None,
-                    }
-                }
-                _ => None,
-            }
-        };
-        match result {
-            Some(result) => i32::from(result == negate),
-            None => {
-                self.emit(
-                    Stream::Stderr,
-                    &format!("sh: test: unsupported expression: {}\n", args.join(" ")),
-                );
-                2
-            }
-        }
     }
 
     async fn subshell(&mut self, args: &[String]) -> Result<i32, Stop> {

@@ -7,14 +7,21 @@
 
 mod ast;
 mod builtins;
+mod env;
+mod file_commands;
+mod files;
+mod forms;
 mod lex;
 mod parse;
+mod process_info;
 mod shell;
 mod signals;
 
 pub use ast::{AndOr, Command, Connector, List, Part, Redirect, RedirectTarget, Simple, Word};
+pub use env::{DEFAULT_PATH, Env};
+pub use files::{FileSystem, Files, FsError, Kind, Meta, Mount};
 pub use parse::{ParseError, parse};
-pub use shell::{Files, Output, Shell, Stream};
+pub use shell::{Context, Output, Shell, Stream};
 pub use signals::{Outcome, Signal};
 
 /// How a container's argv is run.
@@ -60,6 +67,9 @@ impl Program {
             };
         }
         if builtins::is_builtin(name) {
+            let mut checked = argv.to_vec();
+            checked[0] = name.to_owned();
+            forms::check(&checked).map_err(|message| ParseError::new(message, 1, 1))?;
             let words = argv
                 .iter()
                 .enumerate()

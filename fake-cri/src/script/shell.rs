@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -13,12 +12,27 @@ use tokio::time::Instant;
 
 use super::Program;
 use super::ast::{AndOr, Command, Connector, List, Part, RedirectTarget, Simple, Word};
+use super::env::Env;
+use super::files::FileSystem;
+use super::forms::assignment;
 use super::signals::{Outcome, Signal, Stop, Trap};
 
-/// A container's in-memory file system: path → content. Shared by the main
-/// process and every exec in the container, so an exec probe sees the files
-/// the main process created.
-pub type Files = Arc<Mutex<HashMap<String, Vec<u8>>>>;
+/// What a container's processes see: their files, environment, host name
+/// and user. Built when the container is created; its main process and every
+/// exec start from a clone (which shares the files).
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// The mounts and the in-memory files.
+    pub files: FileSystem,
+    /// The exported environment the process starts with.
+    pub env: Env,
+    /// The sandbox's host name (what `hostname` prints).
+    pub hostname: String,
+    /// The user id (`id -u`).
+    pub uid: i64,
+    /// The group id (`id -g`).
+    pub gid: i64,
+}
 
 /// An output stream of a process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,8 +65,9 @@ const MIN_ITERATION: Duration = Duration::from_millis(1);
 
 /// An interpreter for one process.
 pub struct Shell<'a> {
-    pub(super) files: Files,
-    pub(super) env: HashMap<String, String>,
+    pub(super) context: Context,
+    /// Variables set by the script and not exported (not in `env`).
+    pub(super) vars: HashMap<String, String>,
     pub(super) args: Vec<String>,
     pub(super) output: &'a mut dyn Output,
     pub(super) signals: Option<&'a mut mpsc::UnboundedReceiver<Signal>>,
@@ -70,30 +85,28 @@ impl<'a> Shell<'a> {
     /// ignored); `signals` delivers `StopContainer`'s and the control API's
     /// signals.
     pub fn main(
-        files: Files,
-        env: HashMap<String, String>,
+        context: Context,
         output: &'a mut dyn Output,
         signals: &'a mut mpsc::UnboundedReceiver<Signal>,
         pid1: bool,
     ) -> Self {
-        Self::new(files, env, output, Some(signals), pid1)
+        Self::new(context, output, Some(signals), pid1)
     }
 
     /// A shell for an exec: it receives no signals (a timeout ends it).
-    pub fn exec(files: Files, env: HashMap<String, String>, output: &'a mut dyn Output) -> Self {
-        Self::new(files, env, output, None, false)
+    pub fn exec(context: Context, output: &'a mut dyn Output) -> Self {
+        Self::new(context, output, None, false)
     }
 
     fn new(
-        files: Files,
-        env: HashMap<String, String>,
+        context: Context,
         output: &'a mut dyn Output,
         signals: Option<&'a mut mpsc::UnboundedReceiver<Signal>>,
         pid1: bool,
     ) -> Self {
         Self {
-            files,
-            env,
+            context,
+            vars: HashMap::new(),
             args: Vec::new(),
             output,
             signals,
@@ -213,7 +226,7 @@ impl<'a> Shell<'a> {
                     for value in values {
                         let started = Instant::now();
                         let value = self.expand(value);
-                        self.env.insert(name.clone(), value);
+                        self.assign(name, value);
                         status = self.list(body).await?;
                         self.pace(started).await?;
                     }
@@ -245,7 +258,9 @@ impl<'a> Shell<'a> {
                         if let Some(arg) = self.args.get(index) {
                             out.push_str(arg);
                         }
-                    } else if let Some(value) = self.env.get(name) {
+                    } else if let Some(value) = self.vars.get(name) {
+                        out.push_str(value);
+                    } else if let Some(value) = self.context.env.get(name) {
                         out.push_str(value);
                     }
                 }
@@ -272,17 +287,34 @@ impl<'a> Shell<'a> {
             Route::Stream(target) => self.output.write(*target, text),
             Route::Null => {}
             Route::File(path) => {
-                let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-                files
-                    .entry(path.clone())
-                    .or_default()
-                    .extend_from_slice(text.as_bytes());
+                // The file was opened (and checked) by the redirection; a
+                // volume removed since then loses the output, as a closed
+                // descriptor would.
+                let _ = self.context.files.write(path, text.as_bytes(), true);
             }
         }
     }
 
     async fn simple(&mut self, simple: &Simple) -> Result<i32, Stop> {
         let saved = self.routes.clone();
+        let result = match self.redirect(simple) {
+            Ok(()) => self.run_simple(simple).await,
+            Err(message) => {
+                self.routes = saved.clone();
+                self.emit(Stream::Stderr, &format!("{message}\n"));
+                Ok(1)
+            }
+        };
+        self.routes = saved;
+        let status = result?;
+        self.status = status;
+        self.run_pending_trap().await?;
+        Ok(status)
+    }
+
+    /// Points the descriptors where the command's redirections say; a file
+    /// is created (or truncated by `>`) now, as `sh` opens it.
+    fn redirect(&mut self, simple: &Simple) -> Result<(), String> {
         for redirect in &simple.redirects {
             let index = usize::from(redirect.fd == 2);
             self.routes[index] = match &redirect.target {
@@ -291,25 +323,51 @@ impl<'a> Shell<'a> {
                     let path = self.expand(path);
                     let route = self.route(&path);
                     if let Route::File(path) = &route {
-                        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-                        let content = files.entry(path.clone()).or_default();
-                        if !append {
-                            content.clear();
-                        }
+                        self.context
+                            .files
+                            .write(path, &[], *append)
+                            .map_err(|error| format!("sh: can't create {path}: {error}"))?;
                     }
                     route
                 }
             };
         }
-        let argv: Vec<String> = simple.words.iter().map(|w| self.expand(w)).collect();
-        let result = match argv.first() {
-            Some(_) => self.builtin(&argv).await,
-            None => Ok(0),
-        };
-        self.routes = saved;
-        let status = result?;
-        self.status = status;
-        self.run_pending_trap().await?;
-        Ok(status)
+        Ok(())
+    }
+
+    /// Runs a simple command's assignments and command: `NAME=VALUE` alone
+    /// sets a variable; before a command it is exported to that command only.
+    async fn run_simple(&mut self, simple: &Simple) -> Result<i32, Stop> {
+        let mut words = simple.words.iter().peekable();
+        let mut assignments = Vec::new();
+        while let Some(word) = words.peek() {
+            let Some(Part::Literal(first)) = word.0.first() else {
+                break;
+            };
+            let Some((name, value)) = assignment(first) else {
+                break;
+            };
+            let mut rest = Word(word.0.clone());
+            rest.0[0] = Part::Literal(value.to_owned());
+            assignments.push((name.to_owned(), self.expand(&rest)));
+            words.next();
+        }
+        let argv: Vec<String> = words.map(|w| self.expand(w)).collect();
+        if argv.is_empty() {
+            for (name, value) in assignments {
+                self.assign(&name, value);
+            }
+            return Ok(0);
+        }
+        if assignments.is_empty() {
+            return self.builtin(&argv).await;
+        }
+        let saved = self.context.env.clone();
+        for (name, value) in &assignments {
+            self.context.env.set(name, value);
+        }
+        let result = self.builtin(&argv).await;
+        self.context.env = saved;
+        result
     }
 }
