@@ -46,7 +46,12 @@ async fn env_prints_what_containerd_and_runc_set_then_the_clients_envs() {
     sandbox_config.hostname = "web-0".to_owned();
     let sandbox = env.run_sandbox(sandbox_config).await.unwrap();
     let envs = [("X", "1"), ("Y", "two words"), ("X", "3")];
-    let (exit, stdout) = run(&mut env, &sandbox, with_envs(script_config("c", "env"), &envs)).await;
+    let (exit, stdout) = run(
+        &mut env,
+        &sandbox,
+        with_envs(script_config("c", "env"), &envs),
+    )
+    .await;
     assert_eq!(exit, 0);
     assert_eq!(
         stdout,
@@ -64,10 +69,23 @@ async fn env_prints_what_containerd_and_runc_set_then_the_clients_envs() {
 
     let script = "printenv X; echo status $?; printenv NOPE; echo status $?; \
                   echo \"$Y|${X}|$NOPE|\"; hostname; id -u; id -g";
-    let (_, stdout) = run(&mut env, &sandbox, with_envs(script_config("p", script), &envs)).await;
+    let (_, stdout) = run(
+        &mut env,
+        &sandbox,
+        with_envs(script_config("p", script), &envs),
+    )
+    .await;
     assert_eq!(
         stdout,
-        ["3", "status 0", "status 1", "two words|3||", "web-0", "0", "0"]
+        [
+            "3",
+            "status 0",
+            "status 1",
+            "two words|3||",
+            "web-0",
+            "0",
+            "0"
+        ]
     );
 }
 
@@ -88,7 +106,16 @@ async fn variables_set_by_the_script() {
     assert_eq!(exit, 0);
     assert_eq!(
         stdout,
-        ["changed", "not-exported", "l", "l", "yes", "gone", "1", "[]"]
+        [
+            "changed",
+            "not-exported",
+            "l",
+            "l",
+            "yes",
+            "gone",
+            "1",
+            "[]"
+        ]
     );
 }
 
@@ -96,7 +123,11 @@ async fn variables_set_by_the_script() {
 async fn user_and_host_name_come_from_the_request() {
     let mut env = Env::start().await;
     let sandbox = env.sandbox("pod").await;
-    let config = run_as(script_config("c", "id -u; id -g; echo $HOME; hostname"), 1000, 3000);
+    let config = run_as(
+        script_config("c", "id -u; id -g; echo $HOME; hostname"),
+        1000,
+        3000,
+    );
     let (_, stdout) = run(&mut env, &sandbox, config).await;
     assert_eq!(stdout, ["1000", "3000", "/", "pod"]);
 }
@@ -111,9 +142,15 @@ async fn exec_sync_sees_the_same_environment_as_the_main_process() {
     let exec_env = String::from_utf8(response.stdout).unwrap();
     assert_eq!(exec_env, format!("{PATH}\nHOSTNAME=pod\nX=1\nHOME=/root\n"));
     let response = env.exec(&id, &["printenv", "X"], 5).await.unwrap();
-    assert_eq!((response.exit_code, response.stdout.as_slice()), (0, &b"1\n"[..]));
+    assert_eq!(
+        (response.exit_code, response.stdout.as_slice()),
+        (0, &b"1\n"[..])
+    );
     let response = env.exec(&id, &["printenv", "NOPE"], 5).await.unwrap();
-    assert_eq!((response.exit_code, response.stdout.as_slice()), (1, &b""[..]));
+    assert_eq!(
+        (response.exit_code, response.stdout.as_slice()),
+        (1, &b""[..])
+    );
     // A form the interpreter does not run: exit 2 with the reason, as `sh` would.
     let response = env.exec(&id, &["ls", "-l", "/"], 5).await.unwrap();
     assert_eq!(response.exit_code, 2);
@@ -142,7 +179,10 @@ async fn unsupported_forms_are_create_errors_naming_the_problem() {
             tonic::Code::InvalidArgument,
         );
         assert!(message.contains(wanted), "{script:?}: {message}");
-        assert!(message.contains("at line 1, column"), "{script:?}: {message}");
+        assert!(
+            message.contains("at line 1, column"),
+            "{script:?}: {message}"
+        );
     }
     let message = expect_code(
         env.create_with(&sandbox, container_config("argv", &["/bin/ls", "-la"]))
