@@ -1,55 +1,25 @@
 //! What a container's processes see of files: the CRI mounts, which show
-//! host paths at container paths, and an in-memory set for every other path.
-//!
-//! A path under a mount's `container_path` is the same path under its
-//! `host_path`. Symbolic links there are followed the way the container
-//! would see them (a relative target from the link's directory, an absolute
-//! one from the container's root), which is what the kubelet's atomic-writer
-//! layout needs (`key -> ..data/key`, `..data -> ..2024_…`), but a link whose
-//! target leaves the mount it is in is refused, and every opened file is
-//! checked to be inside the mount's host path: nothing else on the host is
-//! ever read or written.
+//! host paths at container paths (resolved and confined by `mounts`), and an
+//! in-memory set for every other path. Nothing outside a mount's host path
+//! is ever read, and nothing outside a writable mount's host path written.
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
+
+use super::mounts::{Location, Mount, Mounts, dir_prefix, join};
 
 /// The in-memory files of a container (path → content), for paths under no
 /// mount. Shared by the main process and every exec in the container, so an
 /// exec probe sees the files the main process created.
 pub type Files = Arc<Mutex<HashMap<String, Vec<u8>>>>;
 
-/// Linux's limit on symbolic links followed while resolving one path.
-const MAX_LINKS: usize = 40;
-
 /// Directories every container has, though no file was written in them.
 const ROOT_DIRS: &[&str] = &[
     "/", "/tmp", "/dev", "/etc", "/proc", "/root", "/var", "/run",
 ];
-
-/// A CRI mount as the interpreter uses it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mount {
-    /// Where the container sees it, normalized (`/etc/podinfo`).
-    pub container_path: String,
-    /// What it shows of the host.
-    pub host_path: PathBuf,
-    /// Writes through it fail with `Read-only file system`.
-    pub readonly: bool,
-}
-
-impl Mount {
-    /// A mount from the CRI request's fields.
-    pub fn new(container_path: &str, host_path: impl Into<PathBuf>, readonly: bool) -> Self {
-        Self {
-            container_path: normalize(container_path),
-            host_path: host_path.into(),
-            readonly,
-        }
-    }
-}
 
 /// Why a file operation failed, worded as the C library's `strerror` (the
 /// command prefixes the path, as busybox does).
@@ -129,21 +99,11 @@ pub struct Meta {
     pub len: u64,
 }
 
-/// Where a container path leads.
-#[derive(Debug)]
-enum Location {
-    /// The in-memory set, at this normalized path.
-    Memory(String),
-    /// A host path inside the mount with this index; no component of it was
-    /// a symbolic link when it was resolved (except a last one not followed).
-    Host { mount: usize, path: PathBuf },
-}
-
 /// A container's files: the in-memory set and the mounts. Cloning shares them.
 #[derive(Debug, Clone, Default)]
 pub struct FileSystem {
     memory: Files,
-    mounts: Arc<[Mount]>,
+    mounts: Mounts,
 }
 
 impl FileSystem {
@@ -151,7 +111,7 @@ impl FileSystem {
     pub fn new(mounts: Vec<Mount>) -> Self {
         Self {
             memory: Files::default(),
-            mounts: mounts.into(),
+            mounts: Mounts::new(mounts),
         }
     }
 
@@ -164,106 +124,9 @@ impl FileSystem {
         self.memory.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The innermost mount holding `path` (normalized) and the rest of the path.
-    fn mount_for<'p>(&self, path: &'p str) -> Option<(usize, &'p str)> {
-        self.mounts
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| rest_under(path, &m.container_path).map(|rest| (i, rest)))
-            .max_by_key(|(i, _)| self.mounts[*i].container_path.len())
-    }
-
-    /// Resolves `path` to the in-memory set or a host path, following
-    /// symbolic links inside mounts (the last component only when `follow`).
-    fn locate(&self, path: &str, follow: bool) -> Result<Location, FsError> {
-        let mut path = normalize(path);
-        let mut links = 0;
-        'walk: loop {
-            let Some((index, rest)) = self.mount_for(&path) else {
-                return Ok(Location::Memory(path));
-            };
-            let mount = &self.mounts[index];
-            let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
-            let mut host = mount.host_path.clone();
-            for (i, part) in parts.iter().enumerate() {
-                host.push(part);
-                let last = i + 1 == parts.len();
-                let meta = match std::fs::symlink_metadata(&host) {
-                    Ok(meta) => meta,
-                    // A missing component: the operation reports it (or creates it).
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        parts[i + 1..].iter().for_each(|p| host.push(p));
-                        break;
-                    }
-                    Err(e) => return Err(e.into()),
-                };
-                if !meta.file_type().is_symlink() || (last && !follow) {
-                    continue;
-                }
-                links += 1;
-                if links > MAX_LINKS {
-                    return Err(FsError::Loop);
-                }
-                let target = std::fs::read_link(&host)?;
-                let target = target.to_string_lossy();
-                // The container sees the link in its own directory.
-                let dir = join(&mount.container_path, &parts[..i]);
-                let mut next = if target.starts_with('/') {
-                    normalize(&target)
-                } else {
-                    normalize(&format!("{dir}/{target}"))
-                };
-                for part in &parts[i + 1..] {
-                    next = join(&next, &[part]);
-                }
-                if rest_under(&next, &mount.container_path).is_none() {
-                    return Err(FsError::Escapes {
-                        mount: mount.container_path.clone(),
-                    });
-                }
-                path = next;
-                continue 'walk;
-            }
-            return Ok(Location::Host {
-                mount: index,
-                path: host,
-            });
-        }
-    }
-
-    /// Checks that `real` (a canonical host path) is inside mount `index`.
-    fn confine(&self, index: usize, real: &Path) -> Result<(), FsError> {
-        let mount = &self.mounts[index];
-        let root = std::fs::canonicalize(&mount.host_path)?;
-        if real.starts_with(&root) {
-            Ok(())
-        } else {
-            Err(FsError::Escapes {
-                mount: mount.container_path.clone(),
-            })
-        }
-    }
-
-    /// Checks an opened file: its real path (from `/proc/self/fd`, so a link
-    /// swapped in after the walk is caught) must be inside the mount.
-    fn confine_open(&self, index: usize, file: &std::fs::File, path: &Path) -> Result<(), FsError> {
-        use std::os::fd::AsRawFd;
-        let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
-            .or_else(|_| std::fs::canonicalize(path))?;
-        self.confine(index, &real)
-    }
-
-    fn writable(&self, index: usize) -> Result<(), FsError> {
-        if self.mounts[index].readonly {
-            Err(FsError::ReadOnly)
-        } else {
-            Ok(())
-        }
-    }
-
     /// The content of a file.
     pub fn read(&self, path: &str) -> Result<Vec<u8>, FsError> {
-        match self.locate(path, true)? {
+        match self.mounts.locate(path, true)? {
             Location::Memory(path) => {
                 let content = self.memory_files().get(&path).cloned();
                 match content {
@@ -274,7 +137,7 @@ impl FileSystem {
             }
             Location::Host { mount, path } => {
                 let mut file = std::fs::File::open(&path)?;
-                self.confine_open(mount, &file, &path)?;
+                self.mounts.confine_open(mount, &file, &path)?;
                 if file.metadata()?.is_dir() {
                     return Err(FsError::IsADirectory);
                 }
@@ -287,7 +150,7 @@ impl FileSystem {
 
     /// Writes `data` to a file, creating it; `append` keeps what it held.
     pub fn write(&self, path: &str, data: &[u8], append: bool) -> Result<(), FsError> {
-        match self.locate(path, true)? {
+        match self.mounts.locate(path, true)? {
             Location::Memory(path) => {
                 if self.memory_dir(&path) && !self.memory_files().contains_key(&path) {
                     return Err(FsError::IsADirectory);
@@ -301,14 +164,14 @@ impl FileSystem {
                 Ok(())
             }
             Location::Host { mount, path } => {
-                self.writable(mount)?;
+                self.mounts.writable(mount)?;
                 let mut file = std::fs::OpenOptions::new()
                     .create(true)
                     .append(append)
                     .write(true)
                     .truncate(!append)
                     .open(&path)?;
-                self.confine_open(mount, &file, &path)?;
+                self.mounts.confine_open(mount, &file, &path)?;
                 file.write_all(data)?;
                 Ok(())
             }
@@ -323,7 +186,7 @@ impl FileSystem {
     /// Removes a file (a link itself, not its target); a directory only
     /// when `recursive`.
     pub fn remove(&self, path: &str, recursive: bool) -> Result<(), FsError> {
-        match self.locate(path, false)? {
+        match self.mounts.locate(path, false)? {
             Location::Memory(path) => {
                 let mut files = self.memory_files();
                 let prefix = format!("{}/", path.trim_end_matches('/'));
@@ -338,13 +201,14 @@ impl FileSystem {
                 }
             }
             Location::Host { mount, path } => {
-                self.writable(mount)?;
-                if path == self.mounts[mount].host_path {
+                self.mounts.writable(mount)?;
+                if path == self.mounts.get(mount).host_path {
                     // The mount point itself is busy, as on Linux.
                     return Err(FsError::Busy);
                 }
                 let parent = path.parent().unwrap_or(&path);
-                self.confine(mount, &std::fs::canonicalize(parent)?)?;
+                self.mounts
+                    .confine(mount, &std::fs::canonicalize(parent)?)?;
                 let meta = std::fs::symlink_metadata(&path)?;
                 if meta.is_dir() {
                     if !recursive {
@@ -363,24 +227,24 @@ impl FileSystem {
     /// Creates a directory (with its parents when `parents`); in memory,
     /// directories exist implicitly.
     pub fn mkdir(&self, path: &str, parents: bool) -> Result<(), FsError> {
-        match self.locate(path, true)? {
+        match self.mounts.locate(path, true)? {
             Location::Memory(_) => Ok(()),
             Location::Host { mount, path } => {
-                self.writable(mount)?;
+                self.mounts.writable(mount)?;
                 let result = if parents {
                     std::fs::create_dir_all(&path)
                 } else {
                     std::fs::create_dir(&path)
                 };
                 result?;
-                self.confine(mount, &std::fs::canonicalize(&path)?)
+                self.mounts.confine(mount, &std::fs::canonicalize(&path)?)
             }
         }
     }
 
     /// What a path is, following a last symbolic link when `follow`.
     pub fn metadata(&self, path: &str, follow: bool) -> Result<Meta, FsError> {
-        match self.locate(path, follow)? {
+        match self.mounts.locate(path, follow)? {
             Location::Memory(path) => {
                 let len = self.memory_files().get(&path).map(Vec::len);
                 if let Some(len) = len {
@@ -408,7 +272,7 @@ impl FileSystem {
                     }
                     _ => std::fs::canonicalize(&path)?,
                 };
-                self.confine(mount, &real)?;
+                self.mounts.confine(mount, &real)?;
                 let kind = if meta.file_type().is_symlink() {
                     Kind::Symlink
                 } else if meta.is_dir() {
@@ -430,19 +294,19 @@ impl FileSystem {
     pub fn list(&self, path: &str) -> Result<Option<Vec<String>>, FsError> {
         let mut names = BTreeSet::new();
         let (container_path, location) = {
-            let location = self.locate(path, true)?;
+            let location = self.mounts.locate(path, true)?;
             let at = match &location {
                 Location::Memory(path) => path.clone(),
                 Location::Host { mount, path } => {
                     let rest = path
-                        .strip_prefix(&self.mounts[*mount].host_path)
+                        .strip_prefix(&self.mounts.get(*mount).host_path)
                         .unwrap_or(Path::new(""));
                     let rest: Vec<String> = rest
                         .components()
                         .map(|c| c.as_os_str().to_string_lossy().into_owned())
                         .collect();
                     let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
-                    join(&self.mounts[*mount].container_path, &rest)
+                    join(&self.mounts.get(*mount).container_path, &rest)
                 }
             };
             (at, location)
@@ -463,7 +327,7 @@ impl FileSystem {
                 }
             }
             Location::Host { mount, path } => {
-                self.confine(mount, &std::fs::canonicalize(&path)?)?;
+                self.mounts.confine(mount, &std::fs::canonicalize(&path)?)?;
                 if !std::fs::metadata(&path)?.is_dir() {
                     return Ok(None);
                 }
@@ -497,70 +361,9 @@ impl FileSystem {
     }
 }
 
-/// `path` with a trailing `/` (`/` stays `/`).
-fn dir_prefix(path: &str) -> String {
-    if path.ends_with('/') {
-        path.to_owned()
-    } else {
-        format!("{path}/")
-    }
-}
-
-/// The rest of `path` below `dir` (`""` for `dir` itself), or `None` when
-/// `path` is not `dir` or under it. Both normalized.
-fn rest_under<'p>(path: &'p str, dir: &str) -> Option<&'p str> {
-    if dir == "/" {
-        return Some(path.trim_start_matches('/'));
-    }
-    match path.strip_prefix(dir)? {
-        "" => Some(""),
-        rest => rest.strip_prefix('/'),
-    }
-}
-
-/// `dir` joined with `parts`.
-fn join(dir: &str, parts: &[&str]) -> String {
-    let mut out = dir.trim_end_matches('/').to_owned();
-    for part in parts {
-        out.push('/');
-        out.push_str(part);
-    }
-    if out.is_empty() { "/".to_owned() } else { out }
-}
-
-/// An absolute path without `.`, `..`, empty components or a trailing `/`.
-/// A relative path is taken from `/`, the containers' working directory.
-pub(crate) fn normalize(path: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            part => parts.push(part),
-        }
-    }
-    join("/", &parts)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn paths() {
-        assert_eq!(normalize("/a//b/./c/../d/"), "/a/b/d");
-        assert_eq!(normalize("/.."), "/");
-        assert_eq!(normalize("x"), "/x");
-        assert_eq!(
-            rest_under("/etc/podinfo/labels", "/etc/podinfo"),
-            Some("labels")
-        );
-        assert_eq!(rest_under("/etc/podinfo", "/etc/podinfo"), Some(""));
-        assert_eq!(rest_under("/etc/podinfox", "/etc/podinfo"), None);
-        assert_eq!(rest_under("/a", "/"), Some("a"));
-    }
 
     #[test]
     fn memory_files_and_dirs() {

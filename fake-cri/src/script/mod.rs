@@ -12,6 +12,7 @@ mod file_commands;
 mod files;
 mod forms;
 mod lex;
+mod mounts;
 mod parse;
 mod process_info;
 mod shell;
@@ -19,7 +20,8 @@ mod signals;
 
 pub use ast::{AndOr, Command, Connector, List, Part, Redirect, RedirectTarget, Simple, Word};
 pub use env::{DEFAULT_PATH, Env};
-pub use files::{FileSystem, Files, FsError, Kind, Meta, Mount};
+pub use files::{FileSystem, Files, FsError, Kind, Meta};
+pub use mounts::Mount;
 pub use parse::{ParseError, parse};
 pub use shell::{Context, Output, Shell, Stream};
 pub use signals::{Outcome, Signal};
