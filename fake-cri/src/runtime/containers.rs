@@ -43,6 +43,14 @@ impl Runtime {
             container: metadata.name.clone(),
             source,
         })?;
+        // The interpreter reads and writes through mounts: a mount must say
+        // which host path it shows.
+        if let Some(i) = config.mounts.iter().position(|m| m.host_path.is_empty()) {
+            return Err(invalid(
+                RPC,
+                format!("mounts[{i}].host_path must not be empty"),
+            ));
+        }
         let image = lock(&self.images)
             .find(&image_spec)
             .cloned()

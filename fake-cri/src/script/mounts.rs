@@ -28,10 +28,13 @@ pub struct Mount {
 
 impl Mount {
     /// A mount from the CRI request's fields.
+    /// A relative `host_path` is taken from fake-cri's working directory (the
+    /// agent's, when both run in one process), once, here.
     pub fn new(container_path: &str, host_path: impl Into<PathBuf>, readonly: bool) -> Self {
+        let host_path = host_path.into();
         Self {
             container_path: normalize(container_path),
-            host_path: host_path.into(),
+            host_path: std::path::absolute(&host_path).unwrap_or(host_path),
             readonly,
         }
     }
