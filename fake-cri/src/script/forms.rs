@@ -265,7 +265,9 @@ pub(super) fn mkdir(args: &[String]) -> Result<(bool, Vec<String>), String> {
 /// Checks a command written with literal words: `Err` names what is not
 /// interpreted. Commands without a form here take anything.
 pub(super) fn check(argv: &[String]) -> Result<(), String> {
-    let Some((name, args)) = argv.split_first() else {
+    // `NAME=VALUE CMD …`: the command follows the assignments.
+    let start = argv.iter().take_while(|w| assignment(w).is_some()).count();
+    let Some((name, args)) = argv[start..].split_first() else {
         return Ok(());
     };
     match super::basename(name) {
@@ -309,6 +311,8 @@ mod tests {
             "stat -L -c %n:%a:%s:%F%% /f /g",
             "env",
             "env A=1 B=2 printenv A",
+            "A=1 B=2",
+            "A=1 printenv A",
             "printenv",
             "printenv HOME PATH",
             "id -u",
@@ -334,6 +338,7 @@ mod tests {
             ("stat -c %a", "missing operand"),
             ("env -i sh", "option -i"),
             ("env A=1 ls -l", "option -l"),
+            ("A=1 ls -l", "option -l"),
             ("printenv -0", "option -0"),
             ("id", "only 'id -u'"),
             ("id -un", "only 'id -u'"),
