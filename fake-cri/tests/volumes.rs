@@ -258,3 +258,26 @@ async fn an_empty_dir_is_shared_by_two_containers_and_their_execs() {
     assert!(String::from_utf8_lossy(&response.stderr).contains("Permission denied"));
     env.stop(&writer, 0).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_read_only_root_takes_writes_only_through_mounts() {
+    let volumes = volumes();
+    let mut env = Env::start().await;
+    let sandbox = env.sandbox("pod").await;
+    let mut config = with_volumes(
+        "c",
+        "touch /tmp/x; echo status $?; echo ok > /scratch/y; cat /scratch/y",
+        &volumes,
+    );
+    if let Some(security) = config
+        .linux
+        .as_mut()
+        .and_then(|l| l.security_context.as_mut())
+    {
+        security.readonly_rootfs = true;
+    }
+    let (exit, stdout, stderr) = run(&mut env, &sandbox, config).await;
+    assert_eq!(exit, 0);
+    assert_eq!(stdout, ["status 1", "ok"]);
+    assert_eq!(stderr, ["touch: /tmp/x: Read-only file system"]);
+}

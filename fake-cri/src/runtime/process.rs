@@ -39,7 +39,7 @@ pub(super) fn context(config: &v1::ContainerConfig, sandbox: &Sandbox, image: &I
         .map(|m| Mount::new(&m.container_path, &m.host_path, m.readonly))
         .collect();
     Context {
-        files: FileSystem::new(mounts),
+        files: FileSystem::new(mounts, security.is_some_and(|s| s.readonly_rootfs)),
         env: Env::container(envs, &hostname, uid),
         hostname,
         uid,

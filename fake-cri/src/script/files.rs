@@ -104,14 +104,28 @@ pub struct Meta {
 pub struct FileSystem {
     memory: Files,
     mounts: Mounts,
+    /// `readonly_rootfs`: in-memory paths refuse writes, except under `/dev`
+    /// (a tmpfs in a real container).
+    readonly_root: bool,
 }
 
 impl FileSystem {
-    /// A file system with these mounts and an empty in-memory set.
-    pub fn new(mounts: Vec<Mount>) -> Self {
+    /// A file system with these mounts and an empty in-memory set;
+    /// `readonly_root` as the security context's `readonly_rootfs`.
+    pub fn new(mounts: Vec<Mount>, readonly_root: bool) -> Self {
         Self {
             memory: Files::default(),
             mounts: Mounts::new(mounts),
+            readonly_root,
+        }
+    }
+
+    /// Refuses a write to an in-memory path of a read-only root.
+    fn writable_memory(&self, path: &str) -> Result<(), FsError> {
+        if self.readonly_root && !path.starts_with("/dev/") {
+            Err(FsError::ReadOnly)
+        } else {
+            Ok(())
         }
     }
 
@@ -152,6 +166,7 @@ impl FileSystem {
     pub fn write(&self, path: &str, data: &[u8], append: bool) -> Result<(), FsError> {
         match self.mounts.locate(path, true)? {
             Location::Memory(path) => {
+                self.writable_memory(&path)?;
                 if self.memory_dir(&path) && !self.memory_files().contains_key(&path) {
                     return Err(FsError::IsADirectory);
                 }
@@ -188,6 +203,7 @@ impl FileSystem {
     pub fn remove(&self, path: &str, recursive: bool) -> Result<(), FsError> {
         match self.mounts.locate(path, false)? {
             Location::Memory(path) => {
+                self.writable_memory(&path)?;
                 let mut files = self.memory_files();
                 let prefix = format!("{}/", path.trim_end_matches('/'));
                 let before = files.len();
@@ -228,7 +244,7 @@ impl FileSystem {
     /// directories exist implicitly.
     pub fn mkdir(&self, path: &str, parents: bool) -> Result<(), FsError> {
         match self.mounts.locate(path, true)? {
-            Location::Memory(_) => Ok(()),
+            Location::Memory(path) => self.writable_memory(&path),
             Location::Host { mount, path } => {
                 self.mounts.writable(mount)?;
                 let result = if parents {
@@ -394,7 +410,7 @@ mod tests {
         std::os::unix::fs::symlink("../secret", vol.join("up")).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", vol.join("abs")).unwrap();
         std::os::unix::fs::symlink("loop", vol.join("loop")).unwrap();
-        let fs = FileSystem::new(vec![Mount::new("/etc/cfg", &vol, true)]);
+        let fs = FileSystem::new(vec![Mount::new("/etc/cfg", &vol, true)], false);
         assert_eq!(fs.read("/etc/cfg/key").unwrap(), b"value");
         assert_eq!(fs.read("/etc/cfg/..data/key").unwrap(), b"value");
         assert!(matches!(
@@ -430,7 +446,10 @@ mod tests {
     #[test]
     fn writes_through_a_writable_mount() {
         let dir = tempfile::tempdir().unwrap();
-        let fs = FileSystem::new(vec![Mount::new("/data", dir.path(), false)]);
+        let fs = FileSystem::new(vec![Mount::new("/data", dir.path(), false)], true);
+        // A read-only root: only mounts (and /dev) take writes.
+        assert!(matches!(fs.touch("/tmp/x"), Err(FsError::ReadOnly)));
+        fs.write("/dev/termination-log", b"m", false).unwrap();
         fs.write("/data/f", b"one\n", false).unwrap();
         fs.write("/data/f", b"two\n", true).unwrap();
         assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"one\ntwo\n");
