@@ -172,6 +172,7 @@ async fn unsupported_forms_are_create_errors_naming_the_problem() {
         ("env -i sh", "env: option -i"),
         ("printenv -0 X", "printenv: option -0"),
         ("cat -n /f", "cat: option -n"),
+        ("[ -x /bin/sh ]", "test: '-x /bin/sh' is not interpreted"),
         ("sh -c 'echo $(date)'", "in the script of sh -c"),
     ] {
         let message = expect_code(

@@ -63,14 +63,8 @@ impl Shell<'_> {
             "cat" => Ok(self.cat(args)),
             "ls" => Ok(self.ls(args)),
             "stat" => Ok(self.stat(args)),
-            "test" => Ok(self.test(args)),
-            "[" => match args.split_last() {
-                Some((last, inner)) if last == "]" => Ok(self.test(inner)),
-                _ => {
-                    self.emit(Stream::Stderr, "sh: [: missing ]\n");
-                    Ok(2)
-                }
-            },
+            "test" => Ok(self.test(args, false)),
+            "[" => Ok(self.test(args, true)),
             "trap" => Ok(self.trap(args)),
             "sh" | "bash" | "ash" | "dash" => self.subshell(args).await,
             _ => self.serve().await,

@@ -3,7 +3,7 @@
 //! (its mounts and its in-memory files). Messages are busybox's.
 
 use super::files::{FsError, Kind, Meta};
-use super::forms::{self, Directive, Ls, Stat};
+use super::forms::{self, Directive, FileTest, IntOp, Ls, Stat, Test};
 use super::shell::{Shell, Stream};
 
 impl Shell<'_> {
@@ -127,51 +127,52 @@ impl Shell<'_> {
         status
     }
 
-    pub(super) fn test(&mut self, args: &[String]) -> i32 {
-        let (negate, args) = match args.split_first() {
-            Some((first, rest)) if first == "!" => (true, rest),
-            _ => (false, args),
+    /// `test` (or `[ … ]` with `bracket`): 0 when the expression holds.
+    pub(super) fn test(&mut self, args: &[String], bracket: bool) -> i32 {
+        let parsed = if bracket {
+            Test::parse_bracket(args)
+        } else {
+            Test::parse(args)
+        };
+        let (negate, test) = match parsed {
+            Ok(parsed) => parsed,
+            Err(message) => return self.usage(&format!("sh: {message}")),
         };
         let files = &self.context.files;
-        let meta = |path: &str, follow: bool| files.metadata(path, follow).ok();
-        let is = |path: &str, kind: Kind| meta(path, true).is_some_and(|m| m.kind == kind);
-        let strs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let result = match strs.as_slice() {
-            [] => Some(false),
-            [s] => Some(!s.is_empty()),
-            ["-e", path] => Some(meta(path, true).is_some()),
-            ["-f", path] => Some(is(path, Kind::File)),
-            ["-d", path] => Some(is(path, Kind::Dir)),
-            ["-h" | "-L", path] => Some(meta(path, false).is_some_and(|m| m.kind == Kind::Symlink)),
-            ["-s", path] => {
-                Some(meta(path, true).is_some_and(|m| m.kind == Kind::File && m.len > 0))
+        let holds = match test {
+            Test::Nothing => false,
+            Test::Length { s, empty } => s.is_empty() == empty,
+            Test::File(kind, path) => {
+                let follow = kind != FileTest::Symlink;
+                files.metadata(&path, follow).is_ok_and(|m| match kind {
+                    FileTest::Exists => true,
+                    FileTest::File => m.kind == Kind::File,
+                    FileTest::Dir => m.kind == Kind::Dir,
+                    FileTest::Symlink => m.kind == Kind::Symlink,
+                    FileTest::NotEmpty => m.kind == Kind::File && m.len > 0,
+                })
             }
-            ["-n", s] => Some(!s.is_empty()),
-            ["-z", s] => Some(s.is_empty()),
-            [a, "=" | "==", b] => Some(a == b),
-            [a, "!=", b] => Some(a != b),
-            [a, op @ ("-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge"), b] => {
-                match (a.parse::<i64>(), b.parse::<i64>()) {
-                    (Ok(a), Ok(b)) => Some(match *op {
-                        "-eq" => a == b,
-                        "-ne" => a != b,
-                        "-lt" => a < b,
-                        "-le" => a <= b,
-                        "-gt" => a > b,
-                        _ => a >= b,
-                    }),
-                    _ => None,
+            Test::Strings { left, equal, right } => (left == right) == equal,
+            Test::Integers { left, op, right } => {
+                let (Ok(a), Ok(b)) = (left.parse::<i64>(), right.parse::<i64>()) else {
+                    let bad = if left.parse::<i64>().is_err() {
+                        left
+                    } else {
+                        right
+                    };
+                    return self.usage(&format!("sh: {bad}: bad number"));
+                };
+                match op {
+                    IntOp::Eq => a == b,
+                    IntOp::Ne => a != b,
+                    IntOp::Lt => a < b,
+                    IntOp::Le => a <= b,
+                    IntOp::Gt => a > b,
+                    IntOp::Ge => a >= b,
                 }
             }
-            _ => None,
         };
-        match result {
-            Some(result) => i32::from(result == negate),
-            None => self.usage(&format!(
-                "sh: test: unsupported expression: {}",
-                args.join(" ")
-            )),
-        }
+        i32::from(holds == negate)
     }
 }
 

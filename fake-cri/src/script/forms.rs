@@ -262,6 +262,139 @@ pub(super) fn mkdir(args: &[String]) -> Result<(bool, Vec<String>), String> {
     Ok((parents, dirs))
 }
 
+/// A file test of `test`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FileTest {
+    /// `-e`: exists.
+    Exists,
+    /// `-f`: a regular file.
+    File,
+    /// `-d`: a directory.
+    Dir,
+    /// `-h`, `-L`: a symbolic link.
+    Symlink,
+    /// `-s`: a file that is not empty.
+    NotEmpty,
+}
+
+/// A comparison of integers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum IntOp {
+    /// `-eq`.
+    Eq,
+    /// `-ne`.
+    Ne,
+    /// `-lt`.
+    Lt,
+    /// `-le`.
+    Le,
+    /// `-gt`.
+    Gt,
+    /// `-ge`.
+    Ge,
+}
+
+/// A `test` / `[ … ]` expression: one primary, optionally negated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Test {
+    /// No operand: false.
+    Nothing,
+    /// `S`, `-n S`: the string is not empty; `-z S`: it is (`empty`).
+    Length {
+        /// The string.
+        s: String,
+        /// `-z`.
+        empty: bool,
+    },
+    /// `-e -f -d -h -L -s F`.
+    File(FileTest, String),
+    /// `S = S`, `S == S`, `S != S`.
+    Strings {
+        /// Left operand.
+        left: String,
+        /// `=` (else `!=`).
+        equal: bool,
+        /// Right operand.
+        right: String,
+    },
+    /// `N -eq N` and the other integer comparisons.
+    Integers {
+        /// Left operand (checked to be a number when it runs).
+        left: String,
+        /// The comparison.
+        op: IntOp,
+        /// Right operand.
+        right: String,
+    },
+}
+
+impl Test {
+    /// Parses `test`'s operands: `(negated, expression)`.
+    pub(super) fn parse(args: &[String]) -> Result<(bool, Self), String> {
+        let (negate, args) = match args.split_first() {
+            Some((first, rest)) if first == "!" && !rest.is_empty() => (true, rest),
+            _ => (false, args),
+        };
+        let strs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let file = |op: &str| match op {
+            "-e" => Some(FileTest::Exists),
+            "-f" => Some(FileTest::File),
+            "-d" => Some(FileTest::Dir),
+            "-h" | "-L" => Some(FileTest::Symlink),
+            "-s" => Some(FileTest::NotEmpty),
+            _ => None,
+        };
+        let int = |op: &str| match op {
+            "-eq" => Some(IntOp::Eq),
+            "-ne" => Some(IntOp::Ne),
+            "-lt" => Some(IntOp::Lt),
+            "-le" => Some(IntOp::Le),
+            "-gt" => Some(IntOp::Gt),
+            "-ge" => Some(IntOp::Ge),
+            _ => None,
+        };
+        let test = match strs.as_slice() {
+            [] => Self::Nothing,
+            [s] => Self::Length {
+                s: (*s).to_owned(),
+                empty: false,
+            },
+            [op @ ("-n" | "-z"), s] => Self::Length {
+                s: (*s).to_owned(),
+                empty: *op == "-z",
+            },
+            [op, path] if file(op).is_some() => {
+                Self::File(file(op).unwrap_or(FileTest::Exists), (*path).to_owned())
+            }
+            [left, op @ ("=" | "==" | "!="), right] => Self::Strings {
+                left: (*left).to_owned(),
+                equal: *op != "!=",
+                right: (*right).to_owned(),
+            },
+            [left, op, right] if int(op).is_some() => Self::Integers {
+                left: (*left).to_owned(),
+                op: int(op).unwrap_or(IntOp::Eq),
+                right: (*right).to_owned(),
+            },
+            _ => {
+                return Err(format!(
+                    "test: '{}' is not interpreted (one of -e -f -d -h -L -s F, -n -z S, S, S = S, S != S, N -eq|-ne|-lt|-le|-gt|-ge N, after an optional !)",
+                    args.join(" ")
+                ));
+            }
+        };
+        Ok((negate, test))
+    }
+
+    /// Parses `[ … ]`'s operands, which end with `]`.
+    pub(super) fn parse_bracket(args: &[String]) -> Result<(bool, Self), String> {
+        match args.split_last() {
+            Some((last, inner)) if last == "]" => Self::parse(inner),
+            _ => Err("[: missing ]".to_owned()),
+        }
+    }
+}
+
 /// Checks a command written with literal words: `Err` names what is not
 /// interpreted. Commands without a form here take anything.
 pub(super) fn check(argv: &[String]) -> Result<(), String> {
@@ -282,6 +415,8 @@ pub(super) fn check(argv: &[String]) -> Result<(), String> {
         "hostname" => hostname(args),
         "cat" => cat(args).map(drop),
         "mkdir" => mkdir(args).map(drop),
+        "test" => Test::parse(args).map(drop),
+        "[" => Test::parse_bracket(args).map(drop),
         // A nested script written out is checked now too.
         "sh" | "bash" | "ash" | "dash" => match (args.first().map(String::as_str), args.get(1)) {
             (Some("-c"), Some(script)) => parse(script)
@@ -322,6 +457,9 @@ mod tests {
             "cat",
             "mkdir -p /a/b",
             "sh -c true",
+            "test ! -e /tmp/x",
+            "[ -n x ]",
+            "[ 3 -gt 2 ]",
             "sleep 1",
         ] {
             check(&argv(line)).unwrap_or_else(|e| panic!("{line:?}: {e}"));
@@ -345,6 +483,9 @@ mod tests {
             ("hostname -i", "hostname: -i"),
             ("cat -n /f", "option -n"),
             ("mkdir -m 700 /d", "option -m"),
+            ("test -x /bin/sh", "test: '-x /bin/sh' is not interpreted"),
+            ("[ -f /a", "[: missing ]"),
+            ("[ a = b -o c = d ]", "is not interpreted"),
         ] {
             let error = check(&argv(line)).expect_err(line);
             assert!(error.contains(wanted), "{line:?}: {error}");
