@@ -427,7 +427,10 @@ mod tests {
         let new = json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}, "status": {"phase": "B"}});
         let out = prepare_for_update(&NODES, &old, new.clone(), Part::Main).unwrap();
         assert_eq!(out["status"]["phase"], "A");
-        assert_eq!(out["metadata"]["generation"], 1, "nodes keep what they have");
+        assert_eq!(
+            out["metadata"]["generation"], 1,
+            "nodes keep what they have"
+        );
         assert_eq!(out["metadata"]["uid"], "u");
         let out = prepare_for_update(&NODES, &old, new, Part::Status).unwrap();
         assert_eq!(out["status"]["phase"], "B");

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use nodeconform_cri::v1;
 use tokio::sync::{mpsc, watch};
 
-use crate::script::{Files, Outcome, Program, Signal};
+use crate::script::{Context, Outcome, Program, Signal};
 
 /// A container's lifecycle. A container starts once and exits once; a
 /// restart is a new container.
@@ -54,7 +54,8 @@ pub(crate) struct Container {
     pub program: Arc<Program>,
     /// PID 1 of its own PID namespace: ignores SIGTERM without a trap.
     pub pid1: bool,
-    pub files: Files,
+    /// What its processes see: files, environment, host name, user.
+    pub context: Context,
     pub state: Lifecycle,
     pub created_at: i64,
     pub started_at: i64,
@@ -135,7 +136,12 @@ impl Container {
             .get("io.kubernetes.container.terminationMessagePath")
             .map_or("/dev/termination-log", String::as_str);
         let content = {
-            let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+            let files = self
+                .context
+                .files
+                .memory()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             files.get(path).cloned()
         };
         let Some(content) = content else { return };

@@ -6,8 +6,9 @@
 //! and no host processes. Containers run their real `command`/`args` through
 //! a small shell interpreter ([`script`]): `sh -c 'sleep 1; exit 3'` sleeps a
 //! second and exits 3, `trap 'exit 0' TERM` handles SIGTERM, `echo` writes the
-//! CRI log file. Faults are injected through [`Control`], in process or as a
-//! JSON API on a second socket.
+//! CRI log file, `cat /etc/podinfo/labels` reads the volume the client mounted
+//! there (confined to the mount's host path). Faults are injected through
+//! [`Control`], in process or as a JSON API on a second socket.
 //!
 //! How the parts fit: [`server`] binds the sockets and hands requests to
 //! `service` (the gRPC handlers), which applies injected `faults` and calls

@@ -41,7 +41,12 @@ pub(crate) fn container(c: &Container, mountpoint: &str) -> v1::ContainerStats {
     let end = if running { timestamp } else { c.finished_at };
     let ran = u64::try_from(end.saturating_sub(c.started_at)).unwrap_or(0);
     let memory = if running { memory_bytes(&c.id) } else { 0 };
-    let files = c.files.lock().unwrap_or_else(|e| e.into_inner());
+    let files = c
+        .context
+        .files
+        .memory()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let written: u64 = files.values().map(|f| f.len() as u64).sum();
     v1::ContainerStats {
         attributes: Some(v1::ContainerAttributes {

@@ -86,6 +86,18 @@ async fn bad_container_requests() {
         ),
         "metadata",
     );
+    let mut config = script_config("mount", "exit 0");
+    config.mounts = vec![v1::Mount {
+        container_path: "/data".to_owned(),
+        ..Default::default()
+    }];
+    invalid(
+        expect_code(
+            env.create_raw(&sandbox, Some(config)).await,
+            Code::InvalidArgument,
+        ),
+        "mounts[0].host_path must not be empty",
+    );
     let config = script_config("", "exit 0");
     invalid(
         expect_code(

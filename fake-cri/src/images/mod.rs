@@ -8,4 +8,4 @@ mod store;
 pub use catalog::Catalog;
 pub(crate) use reference::Reference;
 pub use store::MISSING_REGISTRY;
-pub(crate) use store::{Images, fake_digest};
+pub(crate) use store::{Image, Images, fake_digest};

@@ -2,17 +2,29 @@
 //!
 //! fake-cri never runs host processes. A container's `command` + `args` are
 //! parsed into a [`Program`] when the container is created (so unsupported
-//! syntax is a `CreateContainer` error) and interpreted by [`exec`] when it
+//! syntax is a `CreateContainer` error) and interpreted by a [`Shell`] when it
 //! starts. The grammar and its limits are specified in `fake-cri/README.md`.
 
 mod ast;
-mod exec;
+mod builtins;
+mod env;
+mod file_commands;
+mod files;
+mod forms;
 mod lex;
+mod mounts;
 mod parse;
+mod process_info;
+mod shell;
+mod signals;
 
 pub use ast::{AndOr, Command, Connector, List, Part, Redirect, RedirectTarget, Simple, Word};
-pub use exec::{Files, Outcome, Output, Shell, Signal, Stream};
+pub use env::{DEFAULT_PATH, Env};
+pub use files::{FileSystem, Files, FsError, Kind, Meta};
+pub use mounts::Mount;
 pub use parse::{ParseError, parse};
+pub use shell::{Context, Output, Shell, Stream};
+pub use signals::{Outcome, Signal};
 
 /// How a container's argv is run.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,7 +68,10 @@ impl Program {
                 _ => Ok(Self::Server),
             };
         }
-        if exec::is_builtin(name) {
+        if builtins::is_builtin(name) {
+            let mut checked = argv.to_vec();
+            checked[0] = name.to_owned();
+            forms::check(&checked).map_err(|message| ParseError::new(message, 1, 1))?;
             let words = argv
                 .iter()
                 .enumerate()

@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-use super::ast::{AndOr, Command, Connector, List, Redirect, RedirectTarget, Simple};
+use super::ast::{AndOr, Command, Connector, List, Redirect, RedirectTarget, Simple, Word};
+use super::forms;
 use super::lex::{Token, TokenKind, tokenize};
 
 /// A script the interpreter cannot run, with the place of the problem.
@@ -278,6 +279,9 @@ impl Parser {
     }
 
     fn simple(&mut self) -> Result<Command, ParseError> {
+        let (line, column) = self
+            .peek()
+            .map_or_else(|| self.end_position(), |t| (t.line, t.column));
         let mut simple = Simple::default();
         while let Some(token) = self.peek().cloned() {
             match token.kind {
@@ -320,6 +324,12 @@ impl Parser {
         if simple.words.is_empty() && simple.redirects.is_empty() {
             let token = &self.tokens[self.pos];
             return Err(self.unexpected(token));
+        }
+        // A command written out in literal words is checked now; one built
+        // from variables is checked when it runs.
+        let literal: Option<Vec<String>> = simple.words.iter().map(Word::literal).collect();
+        if let Some(argv) = literal {
+            forms::check(&argv).map_err(|message| ParseError::new(message, line, column))?;
         }
         Ok(Command::Simple(simple))
     }

@@ -1,0 +1,135 @@
+//! The builtin commands the interpreter runs.
+
+use std::time::Duration;
+
+use super::shell::{Shell, Stream};
+use super::signals::Stop;
+use super::{basename, parse};
+
+/// Builtins the interpreter runs; any other command is treated as a server.
+const BUILTINS: &[&str] = &[
+    "sleep", "exit", "true", "false", ":", "echo", "touch", "rm", "cat", "test", "[", "trap",
+    "mkdir", "hostname", "wait", "sh", "bash", "ash", "dash", "env", "printenv", "ls", "stat",
+    "id", "export", "unset",
+];
+
+pub(crate) fn is_builtin(name: &str) -> bool {
+    BUILTINS.contains(&name)
+}
+
+impl Shell<'_> {
+    pub(super) async fn builtin(&mut self, argv: &[String]) -> Result<i32, Stop> {
+        let name = basename(&argv[0]);
+        let args = &argv[1..];
+        match name {
+            "true" | ":" | "wait" => Ok(0),
+            "false" => Ok(1),
+            "sleep" => self.sleep_command(args).await,
+            "exit" => Err(Stop::Exit(match args.first() {
+                None => self.status,
+                Some(code) => match code.parse::<i64>() {
+                    Ok(code) => (code & 0xff) as i32,
+                    Err(_) => {
+                        self.emit(
+                            Stream::Stderr,
+                            &format!("sh: exit: Illegal number: {code}\n"),
+                        );
+                        2
+                    }
+                },
+            })),
+            "echo" => {
+                let (newline, words) = match args.first().map(String::as_str) {
+                    Some("-n") => (false, &args[1..]),
+                    Some("-e") => (true, &args[1..]),
+                    _ => (true, args),
+                };
+                let mut text = words.join(" ");
+                if newline {
+                    text.push('\n');
+                }
+                self.emit(Stream::Stdout, &text);
+                Ok(0)
+            }
+            "hostname" => Ok(self.hostname(args)),
+            "id" => Ok(self.id(args)),
+            "env" => Box::pin(self.env_command(args)).await,
+            "printenv" => Ok(self.printenv(args)),
+            "export" => Ok(self.export(args)),
+            "unset" => Ok(self.unset(args)),
+            "touch" => Ok(self.touch(args)),
+            "rm" => Ok(self.rm(args)),
+            "mkdir" => Ok(self.mkdir(args)),
+            "cat" => Ok(self.cat(args)),
+            "ls" => Ok(self.ls(args)),
+            "stat" => Ok(self.stat(args)),
+            "test" => Ok(self.test(args, false)),
+            "[" => Ok(self.test(args, true)),
+            "trap" => Ok(self.trap(args)),
+            "sh" | "bash" | "ash" | "dash" => self.subshell(args).await,
+            _ => self.serve().await,
+        }
+    }
+
+    async fn sleep_command(&mut self, args: &[String]) -> Result<i32, Stop> {
+        if args.is_empty() {
+            self.emit(Stream::Stderr, "sleep: missing operand\n");
+            return Ok(1);
+        }
+        let mut total = Some(Duration::ZERO);
+        for arg in args {
+            match parse_duration(arg) {
+                Some(Some(d)) => total = total.and_then(|t| t.checked_add(d)),
+                Some(None) => total = None,
+                None => {
+                    self.emit(Stream::Stderr, &format!("sleep: invalid number '{arg}'\n"));
+                    return Ok(1);
+                }
+            }
+        }
+        // `None` is `sleep infinity`: Duration::MAX never elapses.
+        self.sleep(total.unwrap_or(Duration::MAX)).await?;
+        Ok(0)
+    }
+
+    async fn subshell(&mut self, args: &[String]) -> Result<i32, Stop> {
+        if args.first().map(String::as_str) != Some("-c") {
+            return self.serve().await;
+        }
+        let script = args.get(1).map(String::as_str).unwrap_or_default();
+        let list = match parse(script) {
+            Ok(list) => list,
+            Err(error) => {
+                self.emit(Stream::Stderr, &format!("sh: {error}\n"));
+                return Ok(2);
+            }
+        };
+        let saved_args = std::mem::replace(&mut self.args, args.iter().skip(2).cloned().collect());
+        let result = self.list(&list).await;
+        self.args = saved_args;
+        match result {
+            Ok(code) | Err(Stop::Exit(code)) => Ok(code),
+            Err(stop @ Stop::Signal(_)) => Err(stop),
+        }
+    }
+}
+
+/// Parses a `sleep` operand: seconds with an optional `s`/`m`/`h`/`d`
+/// suffix. `Some(None)` is `infinity`; `None` is not a number.
+fn parse_duration(arg: &str) -> Option<Option<Duration>> {
+    if arg == "infinity" || arg == "inf" {
+        return Some(None);
+    }
+    let (number, unit) = match arg.char_indices().last()? {
+        (i, 's') => (&arg[..i], 1.0),
+        (i, 'm') => (&arg[..i], 60.0),
+        (i, 'h') => (&arg[..i], 3600.0),
+        (i, 'd') => (&arg[..i], 86400.0),
+        _ => (arg, 1.0),
+    };
+    let value: f64 = number
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && *v >= 0.0)?;
+    Some(Duration::try_from_secs_f64(value * unit).ok())
+}

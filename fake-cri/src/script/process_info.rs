@@ -1,0 +1,135 @@
+//! Builtins that report what a process knows of itself: `env`, `printenv`,
+//! `hostname`, `id`, and the variable builtins `export` and `unset`.
+
+use super::env::is_name;
+use super::forms::{self, EnvCommand, Id};
+use super::shell::{Shell, Stream};
+use super::signals::Stop;
+
+impl Shell<'_> {
+    /// `env`: prints the exported environment as `NAME=value` lines, or runs
+    /// a command with variables added.
+    pub(super) async fn env_command(&mut self, args: &[String]) -> Result<i32, Stop> {
+        let env = match EnvCommand::parse(args) {
+            Ok(env) => env,
+            Err(message) => return Ok(self.usage(&message)),
+        };
+        let saved = self.context.env.clone();
+        for (name, value) in &env.assignments {
+            self.context.env.set(name, value);
+        }
+        let result = if env.command.is_empty() {
+            let mut out = String::new();
+            for (name, value) in self.context.env.iter() {
+                out.push_str(&format!("{name}={value}\n"));
+            }
+            self.emit(Stream::Stdout, &out);
+            Ok(0)
+        } else {
+            self.builtin(&env.command).await
+        };
+        self.context.env = saved;
+        result
+    }
+
+    /// `printenv [NAME]…`: the values (all `NAME=value` lines without a
+    /// name); exit 1 when a name is not set.
+    pub(super) fn printenv(&mut self, args: &[String]) -> i32 {
+        let names = match forms::printenv(args) {
+            Ok(names) => names,
+            Err(message) => return self.usage(&message),
+        };
+        if names.is_empty() {
+            let mut out = String::new();
+            for (name, value) in self.context.env.iter() {
+                out.push_str(&format!("{name}={value}\n"));
+            }
+            self.emit(Stream::Stdout, &out);
+            return 0;
+        }
+        let mut status = 0;
+        let mut out = String::new();
+        for name in names {
+            match self.context.env.get(name) {
+                Some(value) => {
+                    out.push_str(value);
+                    out.push('\n');
+                }
+                None => status = 1,
+            }
+        }
+        self.emit(Stream::Stdout, &out);
+        status
+    }
+
+    /// `hostname`: the sandbox's host name (the UTS name, not `$HOSTNAME`).
+    pub(super) fn hostname(&mut self, args: &[String]) -> i32 {
+        if let Err(message) = forms::hostname(args) {
+            return self.usage(&message);
+        }
+        let name = self.context.hostname.clone();
+        self.emit(Stream::Stdout, &format!("{name}\n"));
+        0
+    }
+
+    /// `id -u` / `id -g`: the user and group the container runs as.
+    pub(super) fn id(&mut self, args: &[String]) -> i32 {
+        let value = match Id::parse(args) {
+            Ok(Id::User) => self.context.uid,
+            Ok(Id::Group) => self.context.gid,
+            Err(message) => return self.usage(&message),
+        };
+        self.emit(Stream::Stdout, &format!("{value}\n"));
+        0
+    }
+
+    /// `export NAME[=VALUE]…`: the variables join the environment.
+    pub(super) fn export(&mut self, args: &[String]) -> i32 {
+        let mut status = 0;
+        for arg in args {
+            let (name, value) = match forms::assignment(arg) {
+                Some((name, value)) => (name, Some(value.to_owned())),
+                None => (arg.as_str(), None),
+            };
+            if !is_name(name) {
+                status = self.fail_export(name);
+                continue;
+            }
+            let value = value
+                .or_else(|| self.vars.remove(name))
+                .or_else(|| self.context.env.get(name).map(str::to_owned));
+            self.vars.remove(name);
+            if let Some(value) = value {
+                self.context.env.set(name, &value);
+            }
+        }
+        status
+    }
+
+    fn fail_export(&mut self, name: &str) -> i32 {
+        self.emit(
+            Stream::Stderr,
+            &format!("sh: export: bad variable name '{name}'\n"),
+        );
+        1
+    }
+
+    /// `unset NAME…`.
+    pub(super) fn unset(&mut self, args: &[String]) -> i32 {
+        for name in args {
+            self.vars.remove(name);
+            self.context.env.remove(name);
+        }
+        0
+    }
+
+    /// `NAME=VALUE` as a command: an exported variable stays exported,
+    /// any other is the shell's own (not in `env`).
+    pub(super) fn assign(&mut self, name: &str, value: String) {
+        if self.context.env.get(name).is_some() {
+            self.context.env.set(name, &value);
+        } else {
+            self.vars.insert(name.to_owned(), value);
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! The shell: runs a parsed script's control flow (lists, `&&`/`||`, loops,
+//! conditionals), expands words and routes output, for a container's main
+//! process or an exec. Builtins are in `builtins`, signals and traps in `signals`.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::Program;
+use super::ast::{AndOr, Command, Connector, List, Part, RedirectTarget, Simple, Word};
+use super::env::Env;
+use super::files::FileSystem;
+use super::forms::assignment;
+use super::signals::{Outcome, Signal, Stop, Trap};
+
+/// What a container's processes see: their files, environment, host name
+/// and user. Built when the container is created; its main process and every
+/// exec start from a clone (which shares the files).
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// The mounts and the in-memory files.
+    pub files: FileSystem,
+    /// The exported environment the process starts with.
+    pub env: Env,
+    /// The sandbox's host name (what `hostname` prints).
+    pub hostname: String,
+    /// The user id (`id -u`).
+    pub uid: i64,
+    /// The group id (`id -g`).
+    pub gid: i64,
+}
+
+/// An output stream of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// Where a process's output goes: the container log or an exec's buffers.
+pub trait Output: Send {
+    /// Writes text to a stream.
+    fn write(&mut self, stream: Stream, text: &str);
+}
+
+pub(super) type Step<'a> = Pin<Box<dyn Future<Output = Result<i32, Stop>> + Send + 'a>>;
+
+/// Where a descriptor points during one command.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Route {
+    Stream(Stream),
+    Null,
+    File(String),
+}
+
+/// Loops that do not sleep still take this long per iteration, so a
+/// `while true; do :; done` costs a little time instead of a whole core.
+const MIN_ITERATION: Duration = Duration::from_millis(1);
+
+/// An interpreter for one process.
+pub struct Shell<'a> {
+    pub(super) context: Context,
+    /// Variables set by the script and not exported (not in `env`).
+    pub(super) vars: HashMap<String, String>,
+    pub(super) args: Vec<String>,
+    pub(super) output: &'a mut dyn Output,
+    pub(super) signals: Option<&'a mut mpsc::UnboundedReceiver<Signal>>,
+    pub(super) pid1: bool,
+    pub(super) term: Trap,
+    pub(super) on_exit: Option<List>,
+    pub(super) pending_term: bool,
+    pub(super) status: i32,
+    pub(super) routes: [Route; 2],
+}
+
+impl<'a> Shell<'a> {
+    /// A shell for a container's main process. `pid1` says whether it is
+    /// PID 1 of its own PID namespace (then SIGTERM without a trap is
+    /// ignored); `signals` delivers `StopContainer`'s and the control API's
+    /// signals.
+    pub fn main(
+        context: Context,
+        output: &'a mut dyn Output,
+        signals: &'a mut mpsc::UnboundedReceiver<Signal>,
+        pid1: bool,
+    ) -> Self {
+        Self::new(context, output, Some(signals), pid1)
+    }
+
+    /// A shell for an exec: it receives no signals (a timeout ends it).
+    pub fn exec(context: Context, output: &'a mut dyn Output) -> Self {
+        Self::new(context, output, None, false)
+    }
+
+    fn new(
+        context: Context,
+        output: &'a mut dyn Output,
+        signals: Option<&'a mut mpsc::UnboundedReceiver<Signal>>,
+        pid1: bool,
+    ) -> Self {
+        Self {
+            context,
+            vars: HashMap::new(),
+            args: Vec::new(),
+            output,
+            signals,
+            pid1,
+            term: Trap::Default,
+            on_exit: None,
+            pending_term: false,
+            status: 0,
+            routes: [Route::Stream(Stream::Stdout), Route::Stream(Stream::Stderr)],
+        }
+    }
+
+    /// Runs a program to its end.
+    pub async fn run(mut self, program: &Program) -> Outcome {
+        match program {
+            Program::Server => match self.serve().await {
+                Ok(code) | Err(Stop::Exit(code)) => Outcome::exited(code),
+                Err(Stop::Signal(outcome)) => outcome,
+            },
+            Program::Script { list, args } => {
+                self.args = args.clone();
+                let result = self.list(list).await;
+                let result = self.run_exit_trap(result).await;
+                match result {
+                    Ok(code) | Err(Stop::Exit(code)) => Outcome::exited(code),
+                    Err(Stop::Signal(outcome)) => outcome,
+                }
+            }
+        }
+    }
+
+    async fn run_exit_trap(&mut self, result: Result<i32, Stop>) -> Result<i32, Stop> {
+        let Some(handler) = self.on_exit.take() else {
+            return result;
+        };
+        if let Err(Stop::Signal(outcome)) = result {
+            // SIGKILL gives no chance to run anything.
+            if outcome.exit_code == 137 {
+                return result;
+            }
+        }
+        let code = match &result {
+            Ok(code) | Err(Stop::Exit(code)) => *code,
+            Err(Stop::Signal(outcome)) => outcome.exit_code,
+        };
+        self.status = code;
+        match self.list(&handler).await {
+            Err(stop) => Err(stop),
+            Ok(_) => result,
+        }
+    }
+
+    pub(super) fn list<'s>(&'s mut self, list: &'s List) -> Step<'s> {
+        Box::pin(async move {
+            let mut status = self.status;
+            for and_or in &list.0 {
+                status = self.and_or(and_or).await?;
+            }
+            Ok(status)
+        })
+    }
+
+    async fn and_or(&mut self, and_or: &AndOr) -> Result<i32, Stop> {
+        let mut status = self.command(&and_or.first).await?;
+        for (connector, command) in &and_or.rest {
+            let run = match connector {
+                Connector::And => status == 0,
+                Connector::Or => status != 0,
+            };
+            if run {
+                status = self.command(command).await?;
+            }
+        }
+        Ok(status)
+    }
+
+    pub(super) fn command<'s>(&'s mut self, command: &'s Command) -> Step<'s> {
+        Box::pin(async move {
+            let status = match command {
+                Command::Simple(simple) => self.simple(simple).await?,
+                Command::Group(list) => self.list(list).await?,
+                Command::If {
+                    branches,
+                    otherwise,
+                } => {
+                    let mut taken = None;
+                    for (condition, body) in branches {
+                        if self.list(condition).await? == 0 {
+                            taken = Some(body);
+                            break;
+                        }
+                    }
+                    match taken.or(otherwise.as_ref()) {
+                        Some(body) => self.list(body).await?,
+                        None => 0,
+                    }
+                }
+                Command::While {
+                    until,
+                    condition,
+                    body,
+                } => {
+                    let mut status = 0;
+                    loop {
+                        let started = Instant::now();
+                        let holds = self.list(condition).await? == 0;
+                        if holds == *until {
+                            break;
+                        }
+                        status = self.list(body).await?;
+                        self.pace(started).await?;
+                    }
+                    status
+                }
+                Command::For { name, values, body } => {
+                    let mut status = 0;
+                    for value in values {
+                        let started = Instant::now();
+                        let value = self.expand(value);
+                        self.assign(name, value);
+                        status = self.list(body).await?;
+                        self.pace(started).await?;
+                    }
+                    status
+                }
+            };
+            self.status = status;
+            Ok(status)
+        })
+    }
+
+    /// Makes a loop iteration last at least [`MIN_ITERATION`].
+    pub(super) async fn pace(&mut self, started: Instant) -> Result<(), Stop> {
+        let elapsed = started.elapsed();
+        if elapsed < MIN_ITERATION {
+            self.sleep(MIN_ITERATION - elapsed).await?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn expand(&self, word: &Word) -> String {
+        let mut out = String::new();
+        for part in &word.0 {
+            match part {
+                Part::Literal(text) => out.push_str(text),
+                Part::Status => out.push_str(&self.status.to_string()),
+                Part::Var(name) => {
+                    if let Ok(index) = name.parse::<usize>() {
+                        if let Some(arg) = self.args.get(index) {
+                            out.push_str(arg);
+                        }
+                    } else if let Some(value) = self.vars.get(name) {
+                        out.push_str(value);
+                    } else if let Some(value) = self.context.env.get(name) {
+                        out.push_str(value);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn route(&self, path: &str) -> Route {
+        match path {
+            "/dev/null" => Route::Null,
+            "/dev/stdout" => Route::Stream(Stream::Stdout),
+            "/dev/stderr" => Route::Stream(Stream::Stderr),
+            _ => Route::File(path.to_owned()),
+        }
+    }
+
+    pub(super) fn emit(&mut self, stream: Stream, text: &str) {
+        let route = match stream {
+            Stream::Stdout => &self.routes[0],
+            Stream::Stderr => &self.routes[1],
+        };
+        match route {
+            Route::Stream(target) => self.output.write(*target, text),
+            Route::Null => {}
+            Route::File(path) => {
+                // The file was opened (and checked) by the redirection; a
+                // volume removed since then loses the output, as a closed
+                // descriptor would.
+                let _ = self.context.files.write(path, text.as_bytes(), true);
+            }
+        }
+    }
+
+    async fn simple(&mut self, simple: &Simple) -> Result<i32, Stop> {
+        let saved = self.routes.clone();
+        let result = match self.redirect(simple) {
+            Ok(()) => self.run_simple(simple).await,
+            Err(message) => {
+                self.routes = saved.clone();
+                self.emit(Stream::Stderr, &format!("{message}\n"));
+                Ok(1)
+            }
+        };
+        self.routes = saved;
+        let status = result?;
+        self.status = status;
+        self.run_pending_trap().await?;
+        Ok(status)
+    }
+
+    /// Points the descriptors where the command's redirections say; a file
+    /// is created (or truncated by `>`) now, as `sh` opens it.
+    fn redirect(&mut self, simple: &Simple) -> Result<(), String> {
+        for redirect in &simple.redirects {
+            let index = usize::from(redirect.fd == 2);
+            self.routes[index] = match &redirect.target {
+                RedirectTarget::Fd(fd) => self.routes[usize::from(*fd == 2)].clone(),
+                RedirectTarget::File { path, append } => {
+                    let path = self.expand(path);
+                    let route = self.route(&path);
+                    if let Route::File(path) = &route {
+                        self.context
+                            .files
+                            .write(path, &[], *append)
+                            .map_err(|error| format!("sh: can't create {path}: {error}"))?;
+                    }
+                    route
+                }
+            };
+        }
+        Ok(())
+    }
+
+    /// Runs a simple command's assignments and command: `NAME=VALUE` alone
+    /// sets a variable; before a command it is exported to that command only.
+    async fn run_simple(&mut self, simple: &Simple) -> Result<i32, Stop> {
+        let mut words = simple.words.iter().peekable();
+        let mut assignments = Vec::new();
+        while let Some(word) = words.peek() {
+            let Some(Part::Literal(first)) = word.0.first() else {
+                break;
+            };
+            let Some((name, value)) = assignment(first) else {
+                break;
+            };
+            let mut rest = Word(word.0.clone());
+            rest.0[0] = Part::Literal(value.to_owned());
+            assignments.push((name.to_owned(), self.expand(&rest)));
+            words.next();
+        }
+        let argv: Vec<String> = words.map(|w| self.expand(w)).collect();
+        if argv.is_empty() {
+            for (name, value) in assignments {
+                self.assign(&name, value);
+            }
+            return Ok(0);
+        }
+        if assignments.is_empty() {
+            return self.builtin(&argv).await;
+        }
+        let saved = self.context.env.clone();
+        for (name, value) in &assignments {
+            self.context.env.set(name, value);
+        }
+        let result = self.builtin(&argv).await;
+        self.context.env = saved;
+        result
+    }
+}
