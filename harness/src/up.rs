@@ -253,10 +253,10 @@ impl Up {
     pub async fn stop(self) {
         node::stop(self.node).await;
         self.cluster.teardown().await;
-        if let Dir::Temporary(t) = self.dir {
-            if let Err(e) = t.close() {
-                tracing::warn!(error = %e, "could not remove the temporary directory");
-            }
+        if let Dir::Temporary(t) = self.dir
+            && let Err(e) = t.close()
+        {
+            tracing::warn!(error = %e, "could not remove the temporary directory");
         }
     }
 }
