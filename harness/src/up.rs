@@ -235,7 +235,7 @@ impl Up {
             Dir::Given(_) => String::new(),
         };
         format!(
-            "nodeconform up: API server {}, node {:?} Ready in {:.1}s ({})\n\
+            "nodeconform up: API server {}, node {:?} Ready in {:.2}s ({})\n\
              export KUBECONFIG={}\n\
              fake-cri control API: {}\n\
              Ctrl-C stops everything{removed}.\n",
