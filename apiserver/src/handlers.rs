@@ -104,17 +104,14 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
             let body = h::read_body(&headers, body).await?;
             create(ctx, &target, &headers, &body, view, (dry_run, validation))
         }
-        (&Method::POST, true, Some("eviction"))
+        (&Method::POST, true, Some(sub @ ("eviction" | "binding")))
             if std::ptr::eq(target.resource, &resources::PODS) =>
         {
             let body = h::read_body(&headers, body).await?;
-            subresources::evict(ctx, &target, &headers, &body)
-        }
-        (&Method::POST, true, Some("binding"))
-            if std::ptr::eq(target.resource, &resources::PODS) =>
-        {
-            let body = h::read_body(&headers, body).await?;
-            binding::serve(ctx, &target, &headers, &body, dry_run)
+            match sub {
+                "eviction" => subresources::evict(ctx, &target, &headers, &body),
+                _ => binding::serve(ctx, &target, &headers, &body, dry_run),
+            }
         }
         (&Method::GET, true, Some("log")) if std::ptr::eq(target.resource, &resources::PODS) => {
             pod_log::serve(ctx, &target, &query).await
