@@ -130,6 +130,7 @@ pub fn resource_list(group: &str, version: &str) -> Value {
             eviction.group = Some("policy".into());
             eviction.version = Some("v1".into());
             list.push(eviction);
+            list.push(entry(r, "pods/binding".into(), "Binding", &["create"]));
             list.push(entry(r, "pods/log".into(), "Pod", &["get"]));
         }
         if std::ptr::eq(*r, &resources::SERVICEACCOUNTS) {
@@ -173,6 +174,7 @@ mod tests {
             "pods",
             "pods/status",
             "pods/eviction",
+            "pods/binding",
             "pods/log",
             "nodes/status",
             "serviceaccounts/token",

@@ -1,6 +1,6 @@
 //! Request handling: authentication, routing, and one function per verb (get, list, watch,
-//! create, update, patch, delete, deletecollection) plus the `eviction`, `token` and
-//! `log` subresources. Every failure becomes a `metav1.Status` through [`crate::status`].
+//! create, update, patch, delete, deletecollection) plus the `eviction`, `binding`, `token`
+//! and `log` subresources. Every failure becomes a `metav1.Status` through [`crate::status`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +20,7 @@ use crate::status::{self, Error, Result};
 use crate::store::WatchStart;
 use crate::strategy::Part;
 use crate::table::{self, View};
-use crate::{auth, discovery, meta, openapi, pod_log, subresources, validation, watch};
+use crate::{auth, binding, discovery, meta, openapi, pod_log, subresources, validation, watch};
 
 /// Everything a request handler needs.
 pub struct Context {
@@ -104,11 +104,14 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
             let body = h::read_body(&headers, body).await?;
             create(ctx, &target, &headers, &body, view, (dry_run, validation))
         }
-        (&Method::POST, true, Some("eviction"))
+        (&Method::POST, true, Some(sub @ ("eviction" | "binding")))
             if std::ptr::eq(target.resource, &resources::PODS) =>
         {
             let body = h::read_body(&headers, body).await?;
-            subresources::evict(ctx, &target, &headers, &body)
+            match sub {
+                "eviction" => subresources::evict(ctx, &target, &headers, &body),
+                _ => binding::serve(ctx, &target, &headers, &body, dry_run),
+            }
         }
         (&Method::GET, true, Some("log")) if std::ptr::eq(target.resource, &resources::PODS) => {
             pod_log::serve(ctx, &target, &query).await
@@ -135,10 +138,12 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
             let body = h::read_body(&headers, body).await?;
             delete_collection(ctx, &target, (&query, &headers), &body, dry_run)
         }
-        (_, _, Some(s)) if !matches!(s, "status" | "eviction" | "token" | "log") => {
+        (_, _, Some(s)) if !matches!(s, "status" | "eviction" | "binding" | "token" | "log") => {
             Err(Error::NoResource)
         }
-        (_, true, Some("eviction" | "token")) if !matches!(parts.method, Method::POST) => {
+        (_, true, Some("eviction" | "binding" | "token"))
+            if !matches!(parts.method, Method::POST) =>
+        {
             Err(Error::MethodNotAllowed)
         }
         (_, true, Some("log"))
@@ -146,7 +151,7 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
         {
             Err(Error::MethodNotAllowed)
         }
-        (_, _, Some("eviction" | "token" | "log")) => Err(Error::NoResource),
+        (_, _, Some("eviction" | "binding" | "token" | "log")) => Err(Error::NoResource),
         _ => Err(Error::MethodNotAllowed),
     }
 }

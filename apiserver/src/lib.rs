@@ -11,6 +11,7 @@
 //! through [`selectors`]; watches through [`watch`]; patches through [`patch`] and
 //! [`strategic`]; `kubectl get` tables through [`table`]; discovery through [`discovery`]
 //! and [`openapi`]; `pods/eviction` and `serviceaccounts/token` through [`subresources`];
+//! `pods/binding` through [`binding`], used by the optional one-node [`scheduler`];
 //! `pods/log` through [`pod_log`], proxied to the node's kubelet by [`kubelet_client`];
 //! events.k8s.io/v1 events are converted to and from core/v1 by [`events`].
 //! Every error leaves as a `metav1.Status` via [`status`]. [`node_lifecycle`] optionally
@@ -29,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+pub mod binding;
 pub mod defaults;
 pub mod deletion;
 pub mod discovery;
@@ -47,6 +49,7 @@ pub mod quantity;
 pub mod registry;
 pub mod request;
 pub mod resources;
+pub mod scheduler;
 pub mod selectors;
 pub mod server;
 pub mod status;

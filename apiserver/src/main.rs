@@ -38,6 +38,9 @@ struct Cli {
         default_value = "InternalIP,ExternalIP,Hostname"
     )]
     kubelet_preferred_address_types: Vec<String>,
+    /// Bind pods created without `nodeName` to this node (a minimal one-node scheduler).
+    #[arg(long, value_name = "NODE")]
+    bind_unscheduled_pods_to: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -74,7 +77,11 @@ async fn main() -> Result<()> {
     if let Some(Command::Bench(opts)) = cli.command {
         return bench::run(opts).await;
     }
-    let api = ApiServer::builder()
+    let mut builder = ApiServer::builder();
+    if let Some(node) = cli.bind_unscheduled_pods_to {
+        builder = builder.bind_unscheduled_pods_to(node);
+    }
+    let api = builder
         .port(cli.port)
         .tls(cli.tls)
         .token(cli.token)

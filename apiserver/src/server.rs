@@ -16,7 +16,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::handlers::{self, Context};
 use crate::registry::Registry;
-use crate::{kubeconfig, node_lifecycle, tls};
+use crate::{kubeconfig, node_lifecycle, scheduler, tls};
 
 /// Errors starting or using the server handle.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +69,7 @@ pub struct Builder {
     event_window: usize,
     bookmark_interval: Duration,
     kubelet_address_types: Vec<String>,
+    scheduler_node: Option<String>,
 }
 
 impl Default for Builder {
@@ -83,6 +84,7 @@ impl Default for Builder {
             kubelet_address_types: crate::kubelet_client::DEFAULT_ADDRESS_TYPES
                 .map(String::from)
                 .to_vec(),
+            scheduler_node: None,
         }
     }
 }
@@ -124,6 +126,14 @@ impl Builder {
     /// kubeadm configures kube-apiserver).
     pub fn kubelet_preferred_address_types(mut self, types: Vec<String>) -> Self {
         self.kubelet_address_types = types;
+        self
+    }
+
+    /// Play a minimal scheduler for a one-node cluster: bind every pod created without
+    /// `spec.nodeName` to `node` through `pods/binding`, as kube-scheduler does (see
+    /// [`crate::scheduler`]). Off by default: clients set `nodeName` themselves.
+    pub fn bind_unscheduled_pods_to(mut self, node: impl Into<String>) -> Self {
+        self.scheduler_node = Some(node.into());
         self
     }
 
@@ -170,6 +180,7 @@ impl Builder {
             .build()
             .map_err(Error::Thread)?;
         let (server_ctx, stop_rx, grace) = (ctx.clone(), stop.subscribe(), self.node_lifecycle);
+        let scheduler_node = self.scheduler_node.clone();
         let thread = std::thread::Builder::new()
             .name("nodeconform-apiserver".into())
             .spawn(move || {
@@ -187,9 +198,12 @@ impl Builder {
                             stop_rx.clone(),
                         ))
                     });
+                    let scheduler = scheduler_node.map(|node| {
+                        tokio::spawn(scheduler::run(server_ctx.clone(), node, stop_rx.clone()))
+                    });
                     accept_loop(listener, acceptor, server_ctx, stop_rx).await;
-                    if let Some(lifecycle) = lifecycle {
-                        let _ = lifecycle.await;
+                    for task in [lifecycle, scheduler].into_iter().flatten() {
+                        let _ = task.await;
                     }
                 })
             })

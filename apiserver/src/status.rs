@@ -46,6 +46,17 @@ pub enum Error {
         /// Why the operation could not be fulfilled.
         detail: String,
     },
+    /// 409 `Conflict` on a subresource, e.g. binding a pod that is already bound
+    /// (`pods/binding`).
+    #[error("Operation cannot be fulfilled on {subresource} \"{name}\": {detail}")]
+    SubresourceConflict {
+        /// The subresource, e.g. `pods/binding`.
+        subresource: &'static str,
+        /// The object name.
+        name: String,
+        /// Why the operation could not be fulfilled.
+        detail: String,
+    },
     /// 422 `Invalid`: the object fails validation.
     #[error("{} \"{name}\" is invalid: {detail}", resource.kind)]
     Invalid {
@@ -118,6 +129,13 @@ pub enum Error {
     /// 413 `RequestEntityTooLarge`: a body over [`MAX_BODY_BYTES`].
     #[error("Request entity too large: limit is {MAX_BODY_BYTES}")]
     TooLarge,
+    /// 500 without a reason: an error upstream returns that is not a Status (its
+    /// `ErrorToAPIStatus` default), e.g. an invalid `Binding`'s field errors.
+    #[error("{message}")]
+    Unknown {
+        /// The error text.
+        message: String,
+    },
     /// 500 `InternalError`: a bug or an I/O failure on the server side.
     #[error("Internal error occurred: {message}")]
     Internal {
@@ -182,10 +200,12 @@ impl Error {
         match self {
             Error::BadRequest { .. } => 400,
             Error::NotFound { .. } | Error::NoResource => 404,
-            Error::AlreadyExists { .. } | Error::Conflict { .. } => 409,
+            Error::AlreadyExists { .. }
+            | Error::Conflict { .. }
+            | Error::SubresourceConflict { .. } => 409,
             Error::Invalid { .. } | Error::InvalidOptions { .. } => 422,
             Error::Kubelet { code, .. } => *code,
-            Error::Unreachable { .. } => 500,
+            Error::Unreachable { .. } | Error::Unknown { .. } => 500,
             Error::Expired { .. } => 410,
             Error::Unauthorized => 401,
             Error::Forbidden { .. } => 403,
@@ -203,7 +223,7 @@ impl Error {
             Error::BadRequest { .. } => "BadRequest",
             Error::NotFound { .. } | Error::NoResource => "NotFound",
             Error::AlreadyExists { .. } => "AlreadyExists",
-            Error::Conflict { .. } => "Conflict",
+            Error::Conflict { .. } | Error::SubresourceConflict { .. } => "Conflict",
             Error::Invalid { .. } | Error::InvalidOptions { .. } => "Invalid",
             Error::Kubelet { code, .. } => match code {
                 401 => "Unauthorized",
@@ -217,7 +237,7 @@ impl Error {
                 c if *c >= 500 => "InternalError",
                 _ => "",
             },
-            Error::Unreachable { .. } => "",
+            Error::Unreachable { .. } | Error::Unknown { .. } => "",
             Error::Expired { .. } => "Expired",
             Error::Unauthorized => "Unauthorized",
             Error::Forbidden { .. } => "Forbidden",
@@ -243,6 +263,9 @@ impl Error {
                 });
             }
             Error::Kubelet {
+                subresource, name, ..
+            }
+            | Error::SubresourceConflict {
                 subresource, name, ..
             } => {
                 return Some(StatusDetails {

@@ -1,4 +1,4 @@
-//! The `nodeconform` command line: `run`, `list`, `check`.
+//! The `nodeconform` command line: `run`, `up`, `list`, `check`.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -25,6 +25,9 @@ pub struct Cli {
 pub enum Command {
     /// Run the cases against a cluster and an agent.
     Run(RunArgs),
+    /// Start a single-node cluster (API server double + fake-cri + an agent) for kubectl;
+    /// runs until Ctrl-C.
+    Up(UpArgs),
     /// List the cases (`area::name`, tags, requirements).
     List(ListArgs),
     /// Validate case files; print every error with file:line:column.
@@ -73,6 +76,35 @@ pub struct RunArgs {
     pub cases: PathBuf,
     /// Run cases whose `area::name` contains any of these.
     pub filter: Vec<String>,
+}
+
+/// `nodeconform up`.
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// The node's name.
+    #[arg(long, default_value = crate::up::DEFAULT_NODE)]
+    pub node: String,
+    /// Where the kubeconfig, sockets and the agent's root go (created 0700 if missing;
+    /// default: a fresh private directory under the temporary directory, removed at the end).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// The API server's port on 127.0.0.1 (default: a free one).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Run an upstream kubelet on fake-cri instead of the reference agent (needs root).
+    #[arg(long, value_name = "PATH")]
+    pub kubelet: Option<PathBuf>,
+    /// Run this agent instead of the reference agent: `{kubeconfig} {node} {cri_endpoint}
+    /// {root_dir}` are filled in (no shell); its output goes to stderr.
+    #[arg(long, value_name = "TEMPLATE", conflicts_with = "kubelet")]
+    pub agent_cmd: Option<String>,
+    /// Give the reference agent the shortened test timings (300 ms crash back-off, …)
+    /// instead of upstream's.
+    #[arg(long, conflicts_with_all = ["kubelet", "agent_cmd"])]
+    pub fast: bool,
+    /// Seconds the node has to become Ready.
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::up::READY_TIMEOUT.as_secs())]
+    pub ready_timeout: u64,
 }
 
 /// `nodeconform list`.
@@ -128,6 +160,9 @@ pub enum Error {
     /// The backend or agent could not start.
     #[error(transparent)]
     Backend(#[from] crate::backend::Error),
+    /// `nodeconform up` failed.
+    #[error(transparent)]
+    Up(#[from] crate::up::Error),
 }
 
 /// Exit code: 0 all passed, 1 a case failed, 130 interrupted.
@@ -183,7 +218,40 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(0)
         }
         Command::Run(args) => run_cases(args).await,
+        Command::Up(args) => up(args).await,
     }
+}
+
+async fn up(args: UpArgs) -> Result<ExitCode, Error> {
+    use crate::up::{Agent, Options};
+    let agent = if let Some(kubelet) = args.kubelet {
+        crate::backend::kubelet::check_binary(&kubelet).map_err(|reason| Error::Kubelet {
+            path: kubelet.clone(),
+            reason,
+        })?;
+        Agent::Kubelet(kubelet)
+    } else if let Some(template) = args.agent_cmd {
+        Agent::Command(template)
+    } else {
+        Agent::Reference
+    };
+    // The in-process agent and the API server double log to stderr (`RUST_LOG`, default warn).
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let options = Options {
+        node: args.node,
+        dir: args.dir,
+        port: args.port,
+        agent,
+        fast: args.fast,
+        ready_timeout: std::time::Duration::from_secs(args.ready_timeout),
+    };
+    crate::up::serve(&options).await?;
+    Ok(0)
 }
 
 fn check(args: &CheckArgs) -> Result<ExitCode, Error> {

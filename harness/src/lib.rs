@@ -11,7 +11,8 @@
 //! - [`expect`] is the pure expectation engine: ordered patterns with time bounds, `never`,
 //!   invariants over every watched state, node checks;
 //! - [`report`] prints libtest-style lines and a table by area, JUnit XML or JSON;
-//! - [`cli`] is the `nodeconform` command line (`run`, `list`, `check`).
+//! - [`up`] keeps the embedded backend running as a single-node cluster for `kubectl`;
+//! - [`cli`] is the `nodeconform` command line (`run`, `up`, `list`, `check`).
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -32,3 +33,4 @@ pub mod expect;
 pub mod logs;
 pub mod report;
 pub mod runner;
+pub mod up;

@@ -1,6 +1,7 @@
 //! Integration tests: the API server double over real HTTP on 127.0.0.1, driven by kube-rs,
 //! raw HTTP, the real `kubectl` and the official Python client.
 
+mod binding;
 mod crud;
 mod deletion;
 mod errors;

@@ -5,7 +5,6 @@
 //! case. With `--node` all cases share that node and runtime faults are unavailable.
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -14,11 +13,10 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::DeleteParams;
-use tokio::io::AsyncReadExt;
 
+pub use super::node::NodeHandle;
+use super::node::{self, Launch};
 use super::{Error, Result};
-use crate::control;
-use crate::logs::LogBuffer;
 
 /// The agent under test.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,52 +112,6 @@ pub struct Nodes {
     dir: Arc<tempfile::TempDir>,
 }
 
-/// The node a case runs on.
-pub struct NodeHandle {
-    /// The node name.
-    pub name: String,
-    /// The fake-cri control API of the node, when the harness runs the runtime.
-    pub control: Option<control::Client>,
-    logs: Option<LogBuffer>,
-    spawned: Option<Spawned>,
-}
-
-/// How a node the harness starts gets its agent.
-enum Launch<'a> {
-    Reference,
-    Command(&'a str),
-    Kubelet(&'a std::path::Path),
-}
-
-enum AgentProcess {
-    #[cfg(feature = "reference-agent")]
-    InProcess(nodeconform_agent::AgentHandle),
-    Child(tokio::process::Child),
-}
-
-struct Spawned {
-    cri: nodeconform_fake_cri::FakeCri,
-    agent: AgentProcess,
-    dir: PathBuf,
-}
-
-impl NodeHandle {
-    /// The agent's recent log lines for the report. For an in-process agent (whose `tracing` output
-    /// all goes to one buffer) the lines that name this node or the case's `namespace`.
-    pub fn log_tail(&self, lines: usize, namespace: &str) -> Vec<String> {
-        match &self.logs {
-            Some(buffer) => buffer.tail(lines),
-            None => crate::logs::global()
-                .tail_matching(lines, |l| l.contains(&self.name) || l.contains(namespace)),
-        }
-    }
-
-    /// Whether the harness started this node (and so may take it down).
-    pub fn is_spawned(&self) -> bool {
-        self.spawned.is_some()
-    }
-}
-
 fn short(case_hint: &str) -> String {
     let slug: String = case_hint
         .chars()
@@ -220,15 +172,8 @@ impl Nodes {
     pub async fn acquire(&self, hint: &str) -> Result<NodeHandle> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let launch = match &self.spec {
-            AgentSpec::Existing(node) => {
-                return Ok(NodeHandle {
-                    name: node.clone(),
-                    control: None,
-                    logs: None,
-                    spawned: None,
-                });
-            }
-            AgentSpec::Reference => Launch::Reference,
+            AgentSpec::Existing(node) => return Ok(NodeHandle::existing(node)),
+            AgentSpec::Reference => Launch::Reference { fast: true },
             AgentSpec::Command(template) => Launch::Command(template),
             AgentSpec::Kubelet(kubelet) => Launch::Kubelet(kubelet),
         };
@@ -240,223 +185,31 @@ impl Nodes {
             .trim_end_matches('-')
             .to_string();
         let dir = self.dir.path().join(n.to_string());
-        std::fs::create_dir_all(dir.join("root")).map_err(|source| Error::Io {
-            what: format!("creating {}", dir.display()),
-            source,
-        })?;
-        let control_socket = dir.join("control.sock");
-        let cri = nodeconform_fake_cri::FakeCri::builder()
-            .socket(dir.join("cri.sock"))
-            .control_socket(&control_socket)
-            .state_dir(dir.join("state"))
-            .start()
-            .await
-            .map_err(|e| Error::FakeCri {
-                node: name.clone(),
-                message: e.to_string(),
-            })?;
-        let endpoint = cri.endpoint();
-        let root = dir.join("root");
-        let started = match launch {
-            Launch::Reference => self
-                .spawn_reference(&name, &endpoint, &root)
-                .await
-                .map(|a| (a, None)),
-            Launch::Command(template) => {
-                let words = render_command(
-                    template,
-                    &self.kubeconfig.to_string_lossy(),
-                    &name,
-                    &endpoint,
-                    &root.to_string_lossy(),
-                );
-                self.spawn_command(words, &name).await
-            }
-            Launch::Kubelet(kubelet) => {
-                let words = super::kubelet::command(&super::kubelet::Node {
-                    kubelet,
-                    name: &name,
-                    kubeconfig: &self.kubeconfig,
-                    cri_endpoint: &endpoint,
-                    dir: &dir.join("kubelet"),
-                })
-                .map_err(|e| format!("writing the kubelet's configuration: {e}"));
-                self.spawn_command(words, &name).await
-            }
-        };
-        let (agent, logs) = match started {
-            Ok(started) => started,
-            Err(e) => {
-                cri.shutdown().await;
-                return Err(e);
-            }
-        };
+        let node = node::start(node::Config {
+            client: &self.client,
+            kubeconfig: &self.kubeconfig,
+            name: &name,
+            dir: &dir,
+            launch,
+            echo: false,
+        })
+        .await?;
         if let Ok(mut live) = self.live.lock() {
-            live.insert(name.clone());
+            live.insert(name);
         }
-        Ok(NodeHandle {
-            name,
-            control: Some(control::Client::new(control_socket)),
-            logs,
-            spawned: Some(Spawned { cri, agent, dir }),
-        })
-    }
-
-    #[cfg(feature = "reference-agent")]
-    async fn spawn_reference(
-        &self,
-        name: &str,
-        endpoint: &str,
-        root: &std::path::Path,
-    ) -> Result<AgentProcess> {
-        let agent_err = |message: String| Error::Agent {
-            node: name.to_string(),
-            message,
-        };
-        let handle = nodeconform_agent::Agent::builder(self.client.clone(), name, endpoint)
-            .root_dir(root)
-            .timings(nodeconform_agent::Timings::fast())
-            .spawn()
-            .await
-            .map_err(|e| agent_err(e.to_string()))?;
-        if tokio::time::timeout(Duration::from_secs(30), handle.ready())
-            .await
-            .is_err()
-        {
-            handle.shutdown().await;
-            return Err(agent_err(
-                "not ready (node registered and status written) within 30s".into(),
-            ));
-        }
-        Ok(AgentProcess::InProcess(handle))
-    }
-
-    #[cfg(not(feature = "reference-agent"))]
-    async fn spawn_reference(
-        &self,
-        _name: &str,
-        _endpoint: &str,
-        _root: &std::path::Path,
-    ) -> Result<AgentProcess> {
-        Err(Error::NotBuilt {
-            what: "reference agent",
-            feature: "reference-agent",
-        })
-    }
-
-    /// Starts an agent process from its command line (`words`, or why there is none) and
-    /// waits until it registered the node.
-    async fn spawn_command(
-        &self,
-        words: Result<Vec<String>, String>,
-        name: &str,
-    ) -> Result<(AgentProcess, Option<LogBuffer>)> {
-        let agent_err = |message: String| Error::Agent {
-            node: name.to_string(),
-            message,
-        };
-        let words = words.map_err(agent_err)?;
-        let mut child = tokio::process::Command::new(&words[0])
-            .args(&words[1..])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| agent_err(format!("cannot start `{}`: {e}", words[0])))?;
-        let logs = LogBuffer::new(2000);
-        let mut readers = Vec::new();
-        for pipe in [
-            child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
-            child
-                .stderr
-                .take()
-                .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let logs = logs.clone();
-            readers.push(tokio::spawn(async move {
-                let mut pipe = pipe;
-                let mut buf = vec![0u8; 8192];
-                while let Ok(n) = pipe.read(&mut buf).await {
-                    if n == 0 {
-                        break;
-                    }
-                    logs.push_bytes(&buf[..n]);
-                }
-            }));
-        }
-        // Ready = the Node object exists with a Ready condition.
-        let nodes: Api<Node> = Api::all(self.client.clone());
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(Some(status)) = child.try_wait() {
-                // Let the readers drain what the agent printed before it exited.
-                let _ = tokio::time::timeout(
-                    Duration::from_secs(2),
-                    futures::future::join_all(readers),
-                )
-                .await;
-                let head = logs.head(15).join("\n");
-                return Err(agent_err(format!(
-                    "exited with {status} before registering the node; its output began:\n{head}"
-                )));
-            }
-            if let Ok(Some(node)) = nodes.get_opt(name).await
-                && node
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready"))
-            {
-                return Ok((AgentProcess::Child(child), Some(logs)));
-            }
-            if tokio::time::Instant::now() > deadline {
-                let _ = child.kill().await;
-                let tail = logs.tail(20).join("\n");
-                return Err(agent_err(format!(
-                    "did not register node {name} with a Ready condition within 30s:\n{tail}"
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        Ok(node)
     }
 
     /// Stops a node the harness started and removes its Node and Lease objects.
     pub async fn release(&self, node: NodeHandle) {
-        let Some(spawned) = node.spawned else { return };
-        match spawned.agent {
-            #[cfg(feature = "reference-agent")]
-            AgentProcess::InProcess(handle) => {
-                let _ = tokio::time::timeout(Duration::from_secs(10), handle.shutdown()).await;
-            }
-            AgentProcess::Child(mut child) => {
-                if let Some(pid) = child.id() {
-                    // SIGTERM first, like a service manager; SIGKILL after 5 s.
-                    let _ = std::process::Command::new("kill")
-                        .args(["-TERM", &pid.to_string()])
-                        .status();
-                }
-                if tokio::time::timeout(Duration::from_secs(5), child.wait())
-                    .await
-                    .is_err()
-                {
-                    let _ = child.kill().await;
-                }
-            }
+        if !node.is_spawned() {
+            return;
         }
-        spawned.cri.shutdown().await;
-        if matches!(self.spec, AgentSpec::Kubelet(_)) {
-            super::kubelet::unmount_all(&spawned.dir);
-        }
-        delete_node_objects(&self.client, &node.name).await;
+        let name = node.name.clone();
+        node::stop(node).await;
+        delete_node_objects(&self.client, &name).await;
         if let Ok(mut live) = self.live.lock() {
-            live.remove(&node.name);
+            live.remove(&name);
         }
     }
 

@@ -1,5 +1,7 @@
 //! The `embedded` backend: the API server double (`nodeconform_apiserver`) in this process.
 
+use std::path::PathBuf;
+
 use super::{Cluster, Error, Result, Teardown};
 
 /// The running API server double.
@@ -8,37 +10,73 @@ pub struct Embedded {
 }
 
 impl Embedded {
+    /// The API server's URL, e.g. `http://127.0.0.1:41234`.
+    pub fn url(&self) -> &str {
+        self.api.url()
+    }
+
     /// Stops the API server.
     pub async fn shutdown(self) {
         self.api.shutdown().await;
     }
 }
 
-/// Starts the API server double on 127.0.0.1 and writes its kubeconfig to a private temporary directory.
-pub async fn start() -> Result<Cluster> {
-    let api = nodeconform_apiserver::ApiServer::builder()
+/// How to start the embedded API server.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The port on 127.0.0.1 (0: a free one).
+    pub port: u16,
+    /// Bind pods created without `spec.nodeName` to this node (the API server double's
+    /// minimal scheduler); `None`: pods name their node themselves, as the cases do.
+    pub scheduler_node: Option<String>,
+    /// Where to write the kubeconfig; `None`: a private temporary directory, removed with
+    /// the cluster.
+    pub kubeconfig: Option<PathBuf>,
+}
+
+/// Starts the API server double on 127.0.0.1 and writes its kubeconfig.
+pub async fn start(options: &Options) -> Result<Cluster> {
+    let mut builder = nodeconform_apiserver::ApiServer::builder().port(options.port);
+    if let Some(node) = &options.scheduler_node {
+        builder = builder.bind_unscheduled_pods_to(node.clone());
+    }
+    let api = builder
         .start()
         .await
-        .map_err(|e| Error::Embedded {
-            message: e.to_string(),
-        })?;
-    let dir = tempfile::Builder::new()
-        .prefix("nodeconform")
-        .tempdir()
-        .map_err(|source| Error::Io {
-            what: "creating a temporary directory".into(),
-            source,
-        })?;
-    let path = dir.path().join("kubeconfig");
-    api.write_kubeconfig(&path).map_err(|e| Error::Embedded {
-        message: format!("writing the kubeconfig: {e}"),
-    })?;
+        .map_err(|e| Error::Embedded { message: chain(&e) })?;
+    let (path, dir) = match &options.kubeconfig {
+        Some(path) => (path.clone(), None),
+        None => {
+            let dir = tempfile::Builder::new()
+                .prefix("nodeconform")
+                .tempdir()
+                .map_err(|source| Error::Io {
+                    what: "creating a temporary directory".into(),
+                    source,
+                })?;
+            (dir.path().join("kubeconfig"), Some(dir))
+        }
+    };
+    api.write_kubeconfig(&path)
+        .map_err(|e| Error::Embedded { message: chain(&e) })?;
     Ok(Cluster {
         client: api.client(),
         kubeconfig: path,
         description: format!("embedded API server at {}", api.url()),
         default_node: None,
         teardown: Teardown::Embedded(Box::new(Embedded { api })),
-        _dir: Some(dir),
+        _dir: dir,
     })
+}
+
+/// An error and its sources in one line (`binding 127.0.0.1:80: Permission denied`).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }

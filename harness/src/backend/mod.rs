@@ -1,8 +1,9 @@
 //! Where the API server comes from (`embedded`, `kind`, `k3s`, `kubeconfig`) and who plays the node.
 //!
 //! A [`Cluster`] is a running API server plus a client and a kubeconfig file; [`agent::Nodes`]
-//! hands each case a node: a fresh reference agent or `--agent-cmd` process with its own fake-cri,
-//! or a node that already runs (`--node`, e.g. kind's kubelet).
+//! hands each case a node: a fresh reference agent, `--agent-cmd` process or `--kubelet` with its
+//! own fake-cri ([`node`] starts and stops one), or a node that already runs (`--node`, e.g.
+//! kind's kubelet).
 
 pub mod agent;
 #[cfg(feature = "embedded")]
@@ -11,6 +12,7 @@ pub mod k3s;
 pub mod kind;
 pub mod kubeconfig;
 pub mod kubelet;
+pub mod node;
 
 use std::path::{Path, PathBuf};
 
@@ -163,7 +165,7 @@ impl Cluster {
             BackendKind::Embedded => {
                 #[cfg(feature = "embedded")]
                 {
-                    embedded::start().await
+                    embedded::start(&embedded::Options::default()).await
                 }
                 #[cfg(not(feature = "embedded"))]
                 {
@@ -232,6 +234,15 @@ impl Cluster {
             default_node: None,
             teardown: Teardown::None,
             _dir: None,
+        }
+    }
+
+    /// The URL of the API server this process serves (the embedded backend), if it does.
+    pub fn served_url(&self) -> Option<&str> {
+        match &self.teardown {
+            #[cfg(feature = "embedded")]
+            Teardown::Embedded(e) => Some(e.url()),
+            Teardown::None | Teardown::Kind(_) => None,
         }
     }
 

@@ -1,0 +1,334 @@
+//! One node the harness runs: a fake-cri on unix sockets in the node's directory and an
+//! agent on it (the reference agent in process, an agent command, or an upstream kubelet).
+//! [`start`] returns once the agent registered the node; [`stop`] takes it all down.
+//! `nodeconform run` starts one per case ([`super::agent::Nodes`]), `nodeconform up` one
+//! for the session ([`crate::up`]).
+//!
+//! The node's directory holds `cri.sock`, `control.sock` (fake-cri's control API),
+//! `state/` (fake-cri), `root/` (the agent's root directory) and, for a kubelet, `kubelet/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+use tokio::io::AsyncReadExt;
+
+use super::{Error, Result};
+use crate::control;
+use crate::logs::LogBuffer;
+
+/// How long an agent has to register its node.
+pub const REGISTER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Which agent plays the node.
+#[derive(Debug, Clone, Copy)]
+pub enum Launch<'a> {
+    /// The reference agent in process; `fast`: the shortened test timings instead of upstream's.
+    Reference {
+        /// Use `Timings::fast()`.
+        fast: bool,
+    },
+    /// An agent command template (`{kubeconfig} {node} {cri_endpoint} {root_dir}`).
+    Command(&'a str),
+    /// An upstream kubelet binary configured by the harness ([`super::kubelet`]).
+    Kubelet(&'a Path),
+}
+
+/// What [`start`] needs.
+#[derive(Clone, Copy)]
+pub struct Config<'a> {
+    /// A client of the cluster (the in-process agent uses it; readiness is read with it).
+    pub client: &'a kube::Client,
+    /// A kubeconfig file reaching the same API server (for agent processes).
+    pub kubeconfig: &'a Path,
+    /// The node name.
+    pub name: &'a str,
+    /// The node's directory (created if missing).
+    pub dir: &'a Path,
+    /// The agent.
+    pub launch: Launch<'a>,
+    /// Also copy an agent process's output to this process's stderr (`nodeconform up`).
+    pub echo: bool,
+}
+
+enum AgentProcess {
+    #[cfg(feature = "reference-agent")]
+    InProcess(nodeconform_agent::AgentHandle),
+    Child(tokio::process::Child),
+}
+
+struct Spawned {
+    cri: nodeconform_fake_cri::FakeCri,
+    agent: AgentProcess,
+    dir: PathBuf,
+    kubelet: bool,
+}
+
+/// A node the harness runs, or one that runs already (`--node`).
+pub struct NodeHandle {
+    /// The node name.
+    pub name: String,
+    /// The fake-cri control API of the node, when the harness runs the runtime.
+    pub control: Option<control::Client>,
+    logs: Option<LogBuffer>,
+    spawned: Option<Spawned>,
+}
+
+impl NodeHandle {
+    /// A node whose agent already runs: no runtime control, nothing to stop.
+    pub fn existing(name: &str) -> NodeHandle {
+        NodeHandle {
+            name: name.to_string(),
+            control: None,
+            logs: None,
+            spawned: None,
+        }
+    }
+
+    /// The agent's recent log lines for the report. For an in-process agent (whose `tracing` output
+    /// all goes to one buffer) the lines that name this node or the case's `namespace`.
+    pub fn log_tail(&self, lines: usize, namespace: &str) -> Vec<String> {
+        match &self.logs {
+            Some(buffer) => buffer.tail(lines),
+            None => crate::logs::global()
+                .tail_matching(lines, |l| l.contains(&self.name) || l.contains(namespace)),
+        }
+    }
+
+    /// Whether the harness started this node (and so may take it down).
+    pub fn is_spawned(&self) -> bool {
+        self.spawned.is_some()
+    }
+}
+
+/// Starts fake-cri and the agent of one node and waits until the agent registered it.
+pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
+    let Config { name, dir, .. } = config;
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).map_err(|source| Error::Io {
+        what: format!("creating {}", root.display()),
+        source,
+    })?;
+    let control_socket = dir.join("control.sock");
+    let cri = nodeconform_fake_cri::FakeCri::builder()
+        .socket(dir.join("cri.sock"))
+        .control_socket(&control_socket)
+        .state_dir(dir.join("state"))
+        .start()
+        .await
+        .map_err(|e| Error::FakeCri {
+            node: name.to_string(),
+            message: e.to_string(),
+        })?;
+    let endpoint = cri.endpoint();
+    let started = match config.launch {
+        Launch::Reference { fast } => spawn_reference(&config, &endpoint, &root, fast)
+            .await
+            .map(|a| (a, None)),
+        Launch::Command(template) => {
+            let words = super::agent::render_command(
+                template,
+                &config.kubeconfig.to_string_lossy(),
+                name,
+                &endpoint,
+                &root.to_string_lossy(),
+            );
+            spawn_command(&config, words).await
+        }
+        Launch::Kubelet(kubelet) => {
+            let words = super::kubelet::command(&super::kubelet::Node {
+                kubelet,
+                name,
+                kubeconfig: config.kubeconfig,
+                cri_endpoint: &endpoint,
+                dir: &dir.join("kubelet"),
+            })
+            .map_err(|e| format!("writing the kubelet's configuration: {e}"));
+            spawn_command(&config, words).await
+        }
+    };
+    let (agent, logs) = match started {
+        Ok(started) => started,
+        Err(e) => {
+            cri.shutdown().await;
+            return Err(e);
+        }
+    };
+    Ok(NodeHandle {
+        name: name.to_string(),
+        control: Some(control::Client::new(control_socket)),
+        logs,
+        spawned: Some(Spawned {
+            cri,
+            agent,
+            dir: dir.to_path_buf(),
+            kubelet: matches!(config.launch, Launch::Kubelet(_)),
+        }),
+    })
+}
+
+/// Stops the agent (SIGTERM to a process, SIGKILL after 5 s) and fake-cri of a node the
+/// harness started, and unmounts what a kubelet left mounted. Leaves the Node object.
+pub async fn stop(node: NodeHandle) {
+    let Some(spawned) = node.spawned else { return };
+    match spawned.agent {
+        #[cfg(feature = "reference-agent")]
+        AgentProcess::InProcess(handle) => {
+            let _ = tokio::time::timeout(Duration::from_secs(10), handle.shutdown()).await;
+        }
+        AgentProcess::Child(mut child) => {
+            if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+                // SIGTERM first, like a service manager.
+                // SAFETY: kill(2) on the pid of a child we have not reaped yet.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+            if tokio::time::timeout(Duration::from_secs(5), child.wait())
+                .await
+                .is_err()
+            {
+                let _ = child.kill().await;
+            }
+        }
+    }
+    spawned.cri.shutdown().await;
+    if spawned.kubelet {
+        super::kubelet::unmount_all(&spawned.dir);
+    }
+}
+
+#[cfg(feature = "reference-agent")]
+async fn spawn_reference(
+    config: &Config<'_>,
+    endpoint: &str,
+    root: &Path,
+    fast: bool,
+) -> Result<AgentProcess> {
+    let agent_err = |message: String| Error::Agent {
+        node: config.name.to_string(),
+        message,
+    };
+    let timings = if fast {
+        nodeconform_agent::Timings::fast()
+    } else {
+        nodeconform_agent::Timings::default()
+    };
+    let handle = nodeconform_agent::Agent::builder(config.client.clone(), config.name, endpoint)
+        .root_dir(root)
+        .timings(timings)
+        .spawn()
+        .await
+        .map_err(|e| agent_err(e.to_string()))?;
+    if tokio::time::timeout(REGISTER_TIMEOUT, handle.ready())
+        .await
+        .is_err()
+    {
+        handle.shutdown().await;
+        return Err(agent_err(format!(
+            "not ready (node registered and status written) within {}s",
+            REGISTER_TIMEOUT.as_secs()
+        )));
+    }
+    Ok(AgentProcess::InProcess(handle))
+}
+
+#[cfg(not(feature = "reference-agent"))]
+async fn spawn_reference(
+    _config: &Config<'_>,
+    _endpoint: &str,
+    _root: &Path,
+    _fast: bool,
+) -> Result<AgentProcess> {
+    Err(Error::NotBuilt {
+        what: "reference agent",
+        feature: "reference-agent",
+    })
+}
+
+/// Starts an agent process from its command line (`words`, or why there is none) and
+/// waits until it registered the node.
+async fn spawn_command(
+    config: &Config<'_>,
+    words: Result<Vec<String>, String>,
+) -> Result<(AgentProcess, Option<LogBuffer>)> {
+    let name = config.name;
+    let agent_err = |message: String| Error::Agent {
+        node: name.to_string(),
+        message,
+    };
+    let words = words.map_err(agent_err)?;
+    let mut child = tokio::process::Command::new(&words[0])
+        .args(&words[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| agent_err(format!("cannot start `{}`: {e}", words[0])))?;
+    let logs = LogBuffer::new(2000);
+    let mut readers = Vec::new();
+    for pipe in [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let logs = logs.clone();
+        let echo = config.echo;
+        readers.push(tokio::spawn(async move {
+            let mut pipe = pipe;
+            let mut buf = vec![0u8; 8192];
+            while let Ok(n) = pipe.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                logs.push_bytes(&buf[..n]);
+                if echo {
+                    use std::io::Write as _;
+                    let _ = std::io::stderr().lock().write_all(&buf[..n]);
+                }
+            }
+        }));
+    }
+    // Registered = the Node object exists with a Ready condition.
+    let nodes: Api<Node> = Api::all(config.client.clone());
+    let deadline = tokio::time::Instant::now() + REGISTER_TIMEOUT;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            // Let the readers drain what the agent printed before it exited.
+            let _ =
+                tokio::time::timeout(Duration::from_secs(2), futures::future::join_all(readers))
+                    .await;
+            let head = logs.head(15).join("\n");
+            return Err(agent_err(format!(
+                "exited with {status} before registering the node; its output began:\n{head}"
+            )));
+        }
+        if let Ok(Some(node)) = nodes.get_opt(name).await
+            && node
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready"))
+        {
+            return Ok((AgentProcess::Child(child), Some(logs)));
+        }
+        if tokio::time::Instant::now() > deadline {
+            let _ = child.kill().await;
+            let tail = logs.tail(20).join("\n");
+            return Err(agent_err(format!(
+                "did not register node {name} with a Ready condition within {}s:\n{tail}",
+                REGISTER_TIMEOUT.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
