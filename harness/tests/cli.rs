@@ -25,28 +25,40 @@ fn check_reports_every_broken_file_with_its_location() {
         "/../cases/lifecycle/never-fails.yaml"
     ))
     .unwrap();
-    std::fs::write(
-        area.join("never-fails.yaml"),
-        good.replace("phase: Failed", "phase: Faild"),
-    )
-    .unwrap();
-    std::fs::write(
-        area.join("typo.yaml"),
-        good.replace("name: never-fails", "name: typo")
-            .replace("restartPolicy:", "restartPolcy:"),
-    )
-    .unwrap();
+    let broken = good.replace("phase: Failed", "phase: Faild");
+    let typo = good
+        .replace("name: never-fails", "name: typo")
+        .replace("restartPolicy:", "restartPolcy:");
+    std::fs::write(area.join("never-fails.yaml"), &broken).unwrap();
+    std::fs::write(area.join("typo.yaml"), &typo).unwrap();
+    // line:column of the first `needle` in `text`, 1-based, pointing at what follows `skip`.
+    let at = |text: &str, needle: &str, skip: &str| {
+        let (line, content) = text
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains(needle))
+            .expect("needle in the case");
+        format!(
+            "{}:{}",
+            line + 1,
+            content.find(needle).unwrap() + skip.len() + 1
+        )
+    };
+    let faild = at(&broken, "phase: Faild", "phase: ");
+    let polcy = at(&typo, "restartPolcy", "");
     let cases = dir.path().to_str().unwrap();
     let (code, _, stderr) = nodeconform(&["check", "--cases", cases]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains(
-            "never-fails.yaml:23:18: steps[1].expect.states[0].phase: unknown variant `Faild`"
-        ),
+        stderr.contains(&format!(
+            "never-fails.yaml:{faild}: steps[1].expect.states[0].phase: unknown variant `Faild`"
+        )),
         "{stderr}"
     );
     assert!(
-        stderr.contains("typo.yaml:13:5: pod.spec: unknown field `restartPolcy`"),
+        stderr.contains(&format!(
+            "typo.yaml:{polcy}: pod.spec: unknown field `restartPolcy`"
+        )),
         "{stderr}"
     );
     assert!(stderr.contains("2 broken case files"), "{stderr}");
