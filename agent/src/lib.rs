@@ -41,6 +41,7 @@
 
 #![warn(missing_docs)]
 
+pub mod active_deadline;
 mod agent;
 pub mod backoff;
 pub mod container_log;
@@ -48,6 +49,7 @@ pub mod env;
 pub mod events;
 pub mod housekeeping;
 pub mod kubelet_server;
+pub mod lifecycle;
 pub mod log_reader;
 pub mod metrics;
 pub mod node_lease;

@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::{
     Container, ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
 };
 
+use crate::active_deadline;
 use crate::runtime::{self, ContainerState as RtState};
 
 mod conditions;
@@ -72,6 +73,8 @@ pub struct Input<'a> {
     pub runtime_name: &'a str,
     /// Probe results `(ready, started)` of probed running containers, by name.
     pub probes: &'a crate::prober::Results,
+    /// The pod is past its `activeDeadlineSeconds` (the active deadline handler's `ShouldEvict`).
+    pub deadline_exceeded: bool,
 }
 
 /// Whether `phase` is `Succeeded` or `Failed`.
@@ -183,8 +186,17 @@ pub fn generate(input: &Input<'_>) -> PodStatus {
         terminate(&mut app, &mut init);
         phase = FAILED;
     }
+    // A pod sync handler asking for eviction (the active deadline) fails a pod
+    // that is not terminal yet, with its reason and message.
+    let evicted = input.deadline_exceeded && !is_terminal_phase(Some(phase));
+    if evicted {
+        phase = FAILED;
+    }
     s.phase = Some(phase.to_owned());
-    if old.phase.as_deref() == Some(phase) {
+    if evicted {
+        s.reason = Some(active_deadline::REASON.to_owned());
+        s.message = Some(active_deadline::MESSAGE.to_owned());
+    } else if old.phase.as_deref() == Some(phase) {
         s.reason = old.reason.clone();
         s.message = old.message.clone();
     }
@@ -230,8 +242,6 @@ pub fn delay_terminal_phase(api: &PodStatus, mut new: PodStatus, terminated: boo
     }
     new
 }
-
-/// The status manager's `TerminatePod`: once a pod has initialized, a
 
 #[cfg(test)]
 mod tests {
@@ -313,6 +323,7 @@ mod tests {
             host_ip: Some("192.168.1.10"),
             runtime_name: "fake",
             probes: &crate::prober::Results::new(),
+            deadline_exceeded: false,
         })
     }
 

@@ -18,20 +18,25 @@ use tokio::time::Instant;
 
 mod converge;
 mod image;
+mod kill;
 mod start;
 
 pub use image::{pull_policy, valid_reference};
 
+pub use kill::{cleanup, kill};
+
 use converge::converge;
+use kill::kill_container;
 
 use crate::Timings;
+use crate::active_deadline;
 use crate::backoff::Backoff;
 use crate::env;
 use crate::events::{self, Type};
 use crate::metrics::Metrics;
 use crate::pod_status::{self, Reason, is_terminal_phase};
 use crate::prober::Prober;
-use crate::runtime::{self, ContainerState, Runtime};
+use crate::runtime::{self, Runtime};
 use crate::status_manager;
 use crate::volume_manager::{self, Volumes};
 
@@ -89,6 +94,8 @@ pub struct PodState {
     /// The pod's volumes once set up, and when they were last written.
     volumes: Option<(Volumes, Instant)>,
     volume_backoff: Backoff,
+    /// The `DeadlineExceeded` event is recorded.
+    deadline_reported: bool,
 }
 
 impl PodState {
@@ -106,6 +113,7 @@ impl PodState {
                 timings.volume_backoff_initial,
                 timings.volume_backoff_max,
             ),
+            deadline_reported: false,
         }
     }
 
@@ -159,6 +167,18 @@ async fn publish(
         .last_status
         .clone()
         .unwrap_or_else(|| Arc::new(pod.status.clone().unwrap_or_default()));
+    let deadline_exceeded =
+        active_deadline::is_past(pod, old.start_time.as_ref(), SystemTime::now());
+    if deadline_exceeded && !state.deadline_reported {
+        state.deadline_reported = true;
+        ctx.events.pod(
+            pod,
+            None,
+            Type::Normal,
+            active_deadline::REASON,
+            active_deadline::MESSAGE.to_owned(),
+        );
+    }
     let generated = pod_status::generate(&pod_status::Input {
         pod,
         runtime: rt,
@@ -168,6 +188,7 @@ async fn publish(
         host_ip: ctx.host_ip.as_deref(),
         runtime_name: &name,
         probes: &state.prober.results(),
+        deadline_exceeded,
     });
     let status = Arc::new(status_manager::normalize(
         Some(&old),
@@ -179,8 +200,27 @@ async fn publish(
     status
 }
 
-/// Syncs a pod that should be running.
+/// Syncs a pod that should be running; one with an active deadline syncs again
+/// when it passes.
 pub async fn sync(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Result<Outcome> {
+    let outcome = sync_running(ctx, state, pod).await?;
+    let Outcome::Continue { wake_at } = outcome else {
+        return Ok(outcome);
+    };
+    let start_time = state
+        .last_status
+        .as_ref()
+        .and_then(|s| s.start_time.as_ref());
+    let deadline = active_deadline::deadline(pod, start_time).map(|at| {
+        let left = at.duration_since(SystemTime::now()).unwrap_or_default();
+        Instant::now() + left + Duration::from_millis(5)
+    });
+    Ok(Outcome::Continue {
+        wake_at: earliest_opt(wake_at, deadline),
+    })
+}
+
+async fn sync_running(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Result<Outcome> {
     if is_terminal_phase(pod.status.as_ref().and_then(|s| s.phase.as_deref())) {
         return Ok(Outcome::Terminal);
     }
@@ -203,21 +243,21 @@ pub async fn sync(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Re
     let mut killed = false;
     for kill in state.prober.take_kills() {
         tracing::info!(pod = %runtime::pod_key(pod), container = %kill.name, "container failed its liveness or startup probe, will be restarted");
-        ctx.events.pod(
-            pod,
-            Some(&kill.name),
-            Type::Normal,
-            "Killing",
-            format!(
-                "Container {} failed {} probe, will be restarted",
-                kill.name, kill.probe
-            ),
+        let message = format!(
+            "Container {} failed {} probe, will be restarted",
+            kill.name, kill.probe
         );
         let grace = kill
             .grace
-            .unwrap_or_else(|| crate::pod_workers::grace_period(pod))
-            .max(ctx.timings.minimum_stop_grace);
-        ctx.runtime.stop_container(&kill.id, grace).await?;
+            .unwrap_or_else(|| crate::pod_workers::grace_period(pod));
+        let container = kill::Kill {
+            id: &kill.id,
+            name: &kill.name,
+            message: Some(&message),
+            grace,
+            pod_ip: pod_ip.as_deref(),
+        };
+        kill_container(ctx, pod, container).await?;
         if let Some(c) = rt.containers.iter().find(|c| c.id == kill.id) {
             state.runtime.touch_container(&c.id, &c.sandbox_id);
         }
@@ -319,80 +359,5 @@ async fn ensure_volumes(ctx: &Context, state: &mut PodState, pod: &Pod) -> Resul
                 }
             }
         }
-    }
-}
-
-/// Kills a pod: stops its containers with `grace` (at least the minimum),
-/// stops its sandboxes, tears its volumes down and reports the final status.
-pub async fn kill(
-    ctx: &Context,
-    state: &mut PodState,
-    pod: &Pod,
-    grace: Duration,
-) -> runtime::Result<()> {
-    // Only this worker starts the pod's containers, so its last read (plus
-    // what it did since) knows every one that may run.
-    let rt = ctx
-        .runtime
-        .pod_status_refreshed(pod, &mut state.runtime)
-        .await?;
-    let grace = grace.max(ctx.timings.minimum_stop_grace);
-    let stops = rt
-        .running()
-        .map(|c| ctx.runtime.stop_container(&c.id, grace));
-    for result in futures::future::join_all(stops).await {
-        result?;
-    }
-    for c in rt.running() {
-        state.runtime.touch_container(&c.id, &c.sandbox_id);
-        ctx.events.pod(
-            pod,
-            Some(&c.name),
-            Type::Normal,
-            "Killing",
-            format!("Stopping container {}", c.name),
-        );
-    }
-    for sandbox in rt.sandboxes.iter().filter(|s| s.ready) {
-        ctx.runtime.stop_sandbox(&sandbox.id).await?;
-        state.runtime.touch_sandbox(&sandbox.id);
-    }
-    let rt = ctx
-        .runtime
-        .pod_status_refreshed(pod, &mut state.runtime)
-        .await?;
-    // Upstream reports a pod terminal only once its volumes are unmounted.
-    if state.volumes.take().is_some() {
-        volume_manager::tear_down(ctx.runtime.pod_dir(pod)).await;
-    }
-    state.reasons.clear();
-    let finalize = pod.metadata.deletion_timestamp.is_some();
-    publish(ctx, state, pod, &rt, true, finalize).await;
-    Ok(())
-}
-
-/// Removes every container and sandbox of a pod that is gone (container GC).
-pub async fn cleanup(ctx: &Context, state: &mut PodState, pod: &Pod) {
-    let Ok(rt) = ctx
-        .runtime
-        .pod_status_refreshed(pod, &mut state.runtime)
-        .await
-    else {
-        return;
-    };
-    for c in &rt.containers {
-        if c.state == ContainerState::Running {
-            let _ = ctx
-                .runtime
-                .stop_container(&c.id, ctx.timings.minimum_stop_grace)
-                .await;
-        }
-        let _ = ctx.runtime.remove_container(&c.id).await;
-    }
-    for s in &rt.sandboxes {
-        if s.ready {
-            let _ = ctx.runtime.stop_sandbox(&s.id).await;
-        }
-        let _ = ctx.runtime.remove_sandbox(&s.id).await;
     }
 }

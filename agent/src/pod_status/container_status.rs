@@ -261,6 +261,7 @@ pub(crate) fn convert_statuses(
     }
 }
 
+/// The status manager's `TerminatePod`: once a pod has initialized, a
 /// container with no terminated state is reported as terminated with
 /// `ContainerStatusUnknown` (the pod phase becomes `Failed`).
 pub(crate) fn terminate(app: &mut [ContainerStatus], init: &mut [ContainerStatus]) {

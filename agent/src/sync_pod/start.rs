@@ -6,10 +6,12 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use tokio::time::Instant;
 
 use super::image::ensure_image;
+use super::kill::{Kill, kill_container};
 use super::{Context, PodState, earliest, instant_of};
 use crate::backoff::go_duration;
 use crate::env;
 use crate::events::Type;
+use crate::lifecycle;
 use crate::pod_status::Reason;
 use crate::runtime::{self, ContainerState};
 
@@ -216,5 +218,63 @@ pub(super) async fn start(
         format!("Started container {}", container.name),
     );
     tracing::info!(pod = %runtime::pod_key(pod), container = %container.name, "container started");
+    if let Err(error) = post_start(ctx, pod, container, &id, sandbox_id).await {
+        tracing::warn!(pod = %runtime::pod_key(pod), container = %container.name, %error, "postStart hook failed");
+        // Like the kubelet, the event does not carry the message (it may hold secrets).
+        ctx.events.pod(
+            pod,
+            Some(&container.name),
+            Type::Warning,
+            "FailedPostStartHook",
+            "PostStartHook failed".into(),
+        );
+        let kill = Kill {
+            id: &id,
+            name: &container.name,
+            message: Some("FailedPostStartHook"),
+            grace: crate::pod_workers::grace_period(pod),
+            pod_ip: None,
+        };
+        kill_container(ctx, pod, kill).await?;
+        // Shown as the waiting reason until the container is started again.
+        state.reasons.insert(
+            container.name.clone(),
+            Reason {
+                reason: "PostStartHookError".into(),
+                message: error.to_string(),
+            },
+        );
+        *wake = earliest(*wake, retry_at);
+    }
     Ok(true)
+}
+
+/// Step 4 of `startContainer`: the `postStart` hook, if any, before the
+/// container counts as started (the worker reports nothing until it returns).
+async fn post_start(
+    ctx: &Context,
+    pod: &Pod,
+    container: &Container,
+    id: &str,
+    sandbox_id: &str,
+) -> Result<(), lifecycle::Error> {
+    let Some(hook) = container
+        .lifecycle
+        .as_ref()
+        .and_then(|l| l.post_start.as_ref())
+    else {
+        return Ok(());
+    };
+    let pod_ip = if hook.http_get.as_ref().is_some_and(|h| h.host.is_none()) {
+        ctx.runtime.sandbox_ip(pod, sandbox_id).await.ok().flatten()
+    } else {
+        None
+    };
+    let target = lifecycle::Target {
+        pod,
+        container,
+        container_id: id,
+        pod_ip: pod_ip.as_deref(),
+    };
+    lifecycle::run(&ctx.runtime, target, hook, None).await
 }
