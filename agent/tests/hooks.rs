@@ -450,6 +450,41 @@ async fn failed_pre_stop_is_an_event_and_the_container_still_stops() {
     env.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn liveness_kill_runs_the_pre_stop_hook() {
+    let env = Env::start().await;
+    let watch = env
+        .watch(
+            "unhealthy",
+            Some(|p: &Pod| container(p, "c").is_some_and(|c| c.restart_count >= 1)),
+        )
+        .await;
+    env.create(
+        "unhealthy",
+        json!({
+            "terminationGracePeriodSeconds": 2,
+            "containers": [{
+                "name": "c", "image": "busybox:1.36",
+                "command": ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"],
+                "livenessProbe": { "exec": { "command": ["cat", "/tmp/healthy"] }, "periodSeconds": 1, "failureThreshold": 1 },
+                "lifecycle": { "preStop": { "exec": { "command": ["sh", "-c", "exit 1"] } } },
+            }],
+        }),
+    )
+    .await;
+    Env::finish(watch, "unhealthy restarted").await;
+    env.wait_events("unhealthy", |e| {
+        has(
+            e,
+            "Normal",
+            "Killing",
+            "Container c failed liveness probe, will be restarted",
+        ) && has(e, "Warning", "FailedPreStopHook", "PreStopHook failed")
+    })
+    .await;
+    env.shutdown().await;
+}
+
 fn deadline_exceeded(p: &Pod) -> bool {
     let s = p.status.as_ref();
     phase(p) == "Failed" && s.and_then(|s| s.reason.as_deref()) == Some("DeadlineExceeded")
