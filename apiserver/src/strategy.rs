@@ -398,12 +398,22 @@ mod tests {
 
     #[test]
     fn active_deadline_may_be_set_or_lowered_only() {
+        let created = prepare_for_create(&PODS, pod(), "ns").unwrap();
         let with = |d: Value| {
-            let mut p = pod();
-            p["spec"]["activeDeadlineSeconds"] = d;
+            let mut p = created.clone();
+            match d {
+                Value::Null => {
+                    p["spec"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("activeDeadlineSeconds");
+                }
+                d => p["spec"]["activeDeadlineSeconds"] = d,
+            }
             p
         };
         let update = |old: &Value, new: Value| prepare_for_update(&PODS, old, new, Part::Main);
+        let pod = || with(Value::Null);
         assert!(update(&pod(), with(json!(30))).is_ok(), "added");
         assert!(update(&with(json!(30)), with(json!(5))).is_ok(), "lowered");
         assert!(update(&with(json!(30)), with(json!(30))).is_ok(), "kept");
