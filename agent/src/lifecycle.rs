@@ -185,7 +185,7 @@ async fn http_get(target: Target<'_>, http: &HTTPGetAction) -> Result<(), String
     let url = format!("{scheme}://{host_port}{path}");
     let mut stream = tokio::net::TcpStream::connect((host.as_str(), port))
         .await
-        .map_err(|e| format!("Get {url:?}: dial tcp {host_port}: {e}"))?;
+        .map_err(|e| format!("Get {url:?}: dial tcp {host_port}: {}", dial_error(&e)))?;
     if scheme == "https" {
         return Ok(());
     }
@@ -207,6 +207,15 @@ async fn http_get(target: Target<'_>, http: &HTTPGetAction) -> Result<(), String
         Ok(())
     } else {
         Err(format!("Get {url:?}: malformed HTTP response"))
+    }
+}
+
+/// A connection error as Go's `net` package words the common ones.
+fn dial_error(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::ConnectionRefused => "connect: connection refused".into(),
+        std::io::ErrorKind::TimedOut => "i/o timeout".into(),
+        _ => error.to_string(),
     }
 }
 
@@ -254,6 +263,33 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "Exec lifecycle hook ([sh -c exit 3]) for Container \"c\" in Pod \"p_ns(u)\" failed - error: command 'sh -c exit 3' exited with 3: , message: \"oops\\n\""
+        );
+    }
+
+    #[tokio::test]
+    async fn http_to_a_closed_port_fails_as_go_words_it() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let pod = Pod::default();
+        let container = Container::default();
+        let target = Target {
+            pod: &pod,
+            container: &container,
+            container_id: "id",
+            pod_ip: Some("127.0.0.1"),
+        };
+        let action = HTTPGetAction {
+            path: Some("/echo?msg=poststart".into()),
+            port: IntOrString::Int(i32::from(port)),
+            ..Default::default()
+        };
+        assert_eq!(
+            http_get(target, &action).await,
+            Err(format!(
+                "Get \"http://127.0.0.1:{port}/echo?msg=poststart\": dial tcp 127.0.0.1:{port}: connect: connection refused"
+            ))
         );
     }
 }
