@@ -485,6 +485,104 @@ async fn liveness_kill_runs_the_pre_stop_hook() {
     env.shutdown().await;
 }
 
+/// A tiny HTTP server on 127.0.0.1 that answers 200 and sends each request line on.
+async fn http_handler() -> (u16, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut stream = BufReader::new(stream);
+                let mut line = String::new();
+                if stream.read_line(&mut line).await.is_ok() {
+                    let _ = tx.send(line.trim_end().to_owned());
+                }
+                let _ = stream
+                    .get_mut()
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            });
+        }
+    });
+    (port, rx)
+}
+
+async fn next_request(requests: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
+    tokio::time::timeout(WAIT, requests.recv())
+        .await
+        .expect("a hook request in time")
+        .expect("handler alive")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_hooks_reach_their_handler() {
+    let env = Env::start().await;
+    let (port, mut requests) = http_handler().await;
+    let running = env.watch("httphooks", Some(running_and_ready)).await;
+    let hook = |msg: &str| json!({ "httpGet": { "host": "127.0.0.1", "port": port, "path": format!("/echo?msg={msg}") } });
+    env.create(
+        "httphooks",
+        json!({
+            "terminationGracePeriodSeconds": 5,
+            "containers": [{
+                "name": "c", "image": "busybox:1.36",
+                "command": ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"],
+                "lifecycle": { "postStart": hook("poststart"), "preStop": hook("prestop") },
+            }],
+        }),
+    )
+    .await;
+    Env::finish(running, "httphooks running").await;
+    assert_eq!(
+        next_request(&mut requests).await,
+        "GET /echo?msg=poststart HTTP/1.1"
+    );
+    let gone = env.watch("httphooks", None).await;
+    env.delete("httphooks").await;
+    Env::finish(gone, "httphooks gone").await;
+    assert_eq!(
+        next_request(&mut requests).await,
+        "GET /echo?msg=prestop HTTP/1.1"
+    );
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_post_start_to_a_closed_port_fails() {
+    let env = Env::start().await;
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let watch = env.watch("closedport", Some(terminal)).await;
+    env.create(
+        "closedport",
+        json!({
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{
+                "name": "c", "image": "busybox:1.36",
+                "command": ["sleep", "600"],
+                "lifecycle": { "postStart": { "httpGet": { "host": "127.0.0.1", "port": port, "path": "/x" } } },
+            }],
+        }),
+    )
+    .await;
+    let seen = Env::finish(watch, "closedport terminal").await;
+    assert_eq!(phase(&seen.last().expect("a state").1), "Failed");
+    env.wait_events("closedport", |e| {
+        has(e, "Warning", "FailedPostStartHook", "PostStartHook failed")
+    })
+    .await;
+    env.shutdown().await;
+}
+
 fn deadline_exceeded(p: &Pod) -> bool {
     let s = p.status.as_ref();
     phase(p) == "Failed" && s.and_then(|s| s.reason.as_deref()) == Some("DeadlineExceeded")
