@@ -4,9 +4,12 @@
 //! [`sync`] reports the status, then converges the runtime step by step:
 //! sandbox (re)creation, init containers one at a time in order, then the
 //! app containers, each start gated by CrashLoopBackOff and image pull
-//! back-off, each failure recorded as the container's waiting reason.
-//! [`kill`] stops every container with the grace period, stops the sandbox
-//! and reports the final status (finalizing a deletion).
+//! back-off, each failure recorded as the container's waiting reason; a
+//! container counts as started once its `postStart` hook returned. A pod past
+//! its `activeDeadlineSeconds` ([`crate::active_deadline`]) is reported failed.
+//! [`kill`] kills every container (its `preStop` hook, then `StopContainer`
+//! with what is left of the grace period), stops the sandbox and reports the
+//! final status (finalizing a deletion).
 
 use std::collections::HashMap;
 use std::sync::Arc;
