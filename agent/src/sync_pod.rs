@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, watch};
 use tokio::time::Instant;
 
 mod converge;
@@ -99,6 +99,8 @@ pub struct PodState {
     volume_backoff: Backoff,
     /// The `DeadlineExceeded` event is recorded.
     deadline_reported: bool,
+    /// Turns true when the pod's worker is asked to kill it.
+    kill_requested: Option<watch::Receiver<bool>>,
 }
 
 impl PodState {
@@ -117,6 +119,32 @@ impl PodState {
                 timings.volume_backoff_max,
             ),
             deadline_reported: false,
+            kill_requested: None,
+        }
+    }
+
+    /// Follows the worker's kill requests: a sync stops starting containers and
+    /// stops waiting for a `postStart` hook once the pod is to be killed.
+    pub fn watch_kills(&mut self, kill_requested: watch::Receiver<bool>) {
+        self.kill_requested = Some(kill_requested);
+    }
+
+    /// Whether the worker has been asked to kill the pod.
+    fn kill_requested(&self) -> bool {
+        self.kill_requested.as_ref().is_some_and(|k| *k.borrow())
+    }
+
+    /// Resolves once the worker is asked to kill the pod (never without a signal).
+    fn kill_signal(&self) -> impl Future<Output = ()> + use<> {
+        let receiver = self.kill_requested.clone();
+        async move {
+            let Some(mut killed) = receiver else {
+                return std::future::pending().await;
+            };
+            if killed.wait_for(|k| *k).await.is_err() {
+                // The worker is gone: nothing will ask any more.
+                std::future::pending::<()>().await;
+            }
         }
     }
 

@@ -84,6 +84,10 @@ pub(super) async fn start(
     previous: Option<&runtime::Container>,
     wake: &mut Option<Instant>,
 ) -> runtime::Result<bool> {
+    if state.kill_requested() {
+        // The worker kills the pod next: start nothing more.
+        return Ok(false);
+    }
     let now = Instant::now();
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
@@ -218,7 +222,23 @@ pub(super) async fn start(
         format!("Started container {}", container.name),
     );
     tracing::info!(pod = %runtime::pod_key(pod), container = %container.name, "container started");
-    if let Err(error) = post_start(ctx, pod, container, &id, sandbox_id).await {
+    let hook = post_start(ctx, pod, container, &id, sandbox_id);
+    let result = tokio::select! {
+        result = hook => result,
+        () = state.kill_signal() => {
+            // The kubelet cancels the hook with the sync; the kill that follows stops the container.
+            tracing::info!(pod = %runtime::pod_key(pod), container = %container.name, "postStart hook cancelled: the pod is being killed");
+            ctx.events.pod(
+                pod,
+                Some(&container.name),
+                Type::Warning,
+                "FailedPostStartHook",
+                "PostStartHook failed".into(),
+            );
+            return Ok(true);
+        }
+    };
+    if let Err(error) = result {
         tracing::warn!(pod = %runtime::pod_key(pod), container = %container.name, %error, "postStart hook failed");
         // Like the kubelet, the event does not carry the message (it may hold secrets).
         ctx.events.pod(
