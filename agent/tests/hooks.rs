@@ -343,6 +343,62 @@ async fn failed_post_start_restarts_the_container_with_always() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletion_does_not_wait_for_a_post_start_hook() {
+    let env = Env::start().await;
+    let created = env
+        .watch(
+            "slowhook",
+            Some(|p: &Pod| {
+                p.status
+                    .as_ref()
+                    .is_some_and(|s| !s.conditions.as_deref().unwrap_or_default().is_empty())
+            }),
+        )
+        .await;
+    env.create(
+        "slowhook",
+        json!({
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{
+                "name": "c", "image": "busybox:1.36",
+                "command": ["sleep", "600"],
+                "lifecycle": { "postStart": { "exec": { "command": ["sleep", "600"] } } },
+            }],
+        }),
+    )
+    .await;
+    Env::finish(created, "slowhook status written").await;
+    // The hook now holds the container's start.
+    let deadline = Instant::now() + WAIT;
+    while !env
+        .cri
+        .control()
+        .state()
+        .containers
+        .iter()
+        .any(|c| c.pod_name == "slowhook")
+    {
+        assert!(Instant::now() < deadline, "the container was never created");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let gone = env.watch("slowhook", None).await;
+    let deleted = Instant::now();
+    env.delete("slowhook").await;
+    Env::finish(gone, "slowhook gone").await;
+    assert!(
+        deleted.elapsed() < Duration::from_secs(8),
+        "gone {:?} after the delete",
+        deleted.elapsed()
+    );
+    env.wait_events("slowhook", |e| {
+        has(e, "Warning", "FailedPostStartHook", "PostStartHook failed")
+            && has(e, "Normal", "Killing", "Stopping container c")
+    })
+    .await;
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pre_stop_runs_before_the_container_is_stopped() {
     let env = Env::start().await;
     let running = env.watch("prestop", Some(running_and_ready)).await;
