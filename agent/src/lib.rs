@@ -18,7 +18,9 @@
 //!   longer has, and the directories of pods gone from everywhere;
 //!   [`node_status`] (runtime and PLEG health) and [`node_lease`] keep the
 //!   Node and its Lease fresh; [`server`] serves `/healthz` and [`metrics`] on 127.0.0.1;
-//!   [`prober`] runs startup, liveness and readiness probes; [`events`]
+//!   [`prober`] runs startup, liveness and readiness probes; [`lifecycle`] runs
+//!   `postStart`/`preStop` hooks; [`active_deadline`] fails pods past their
+//!   `activeDeadlineSeconds`; [`events`]
 //!   records the events `kubectl describe` shows;
 //! - [`kubelet_server`] is the node's kubelet endpoint (HTTPS): `kubectl logs`
 //!   reaches [`pod_logs`] through the API server, which reads the CRI log with
@@ -41,6 +43,7 @@
 
 #![warn(missing_docs)]
 
+pub mod active_deadline;
 mod agent;
 pub mod backoff;
 pub mod container_log;
@@ -48,6 +51,7 @@ pub mod env;
 pub mod events;
 pub mod housekeeping;
 pub mod kubelet_server;
+pub mod lifecycle;
 pub mod log_reader;
 pub mod metrics;
 pub mod node_lease;

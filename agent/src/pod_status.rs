@@ -6,15 +6,26 @@
 //! reasons recorded by the last sync (`reasonCache`) and the previous status.
 //! `lastTransitionTime` and `startTime` are filled in by the status manager.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::{
-    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated,
-    ContainerStateWaiting, ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
+    Container, ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::active_deadline;
 use crate::runtime::{self, ContainerState as RtState};
+
+mod conditions;
+mod container_status;
+mod phase;
+mod qos;
+
+pub use conditions::{containers_ready_condition, initialized_condition, ready_condition};
+pub use phase::get_phase;
+pub use qos::qos_class;
+
+use conditions::condition;
+use container_status::{convert_statuses, terminate};
 
 /// Pod phase `Pending`.
 pub const PENDING: &str = "Pending";
@@ -62,6 +73,8 @@ pub struct Input<'a> {
     pub runtime_name: &'a str,
     /// Probe results `(ready, started)` of probed running containers, by name.
     pub probes: &'a crate::prober::Results,
+    /// The pod is past its `activeDeadlineSeconds` (the active deadline handler's `ShouldEvict`).
+    pub deadline_exceeded: bool,
 }
 
 /// Whether `phase` is `Succeeded` or `Failed`.
@@ -103,547 +116,6 @@ pub fn should_restart(container: &Container, pod: &Pod, rt: &runtime::PodStatus)
             "OnFailure" => status.exit_code != 0,
             _ => true,
         },
-    }
-}
-
-fn time(nanos: i64) -> Option<Time> {
-    (nanos > 0).then(|| Time(runtime::timestamp(nanos)))
-}
-
-fn convert_container(
-    cs: &runtime::Container,
-    old: Option<&ContainerStatus>,
-    prefix: &str,
-) -> ContainerStatus {
-    let cid = format!("{prefix}://{}", cs.id);
-    let mut status = ContainerStatus {
-        name: cs.name.clone(),
-        restart_count: cs.restart_count,
-        image: cs.image.clone(),
-        image_id: cs.image_ref.clone(),
-        container_id: Some(cid.clone()),
-        ..Default::default()
-    };
-    status.state = Some(match cs.state {
-        RtState::Running => ContainerState {
-            running: Some(ContainerStateRunning {
-                started_at: time(cs.started_at),
-            }),
-            ..Default::default()
-        },
-        RtState::Created => ContainerState {
-            waiting: Some(ContainerStateWaiting::default()),
-            ..Default::default()
-        },
-        RtState::Exited => ContainerState {
-            terminated: Some(ContainerStateTerminated {
-                exit_code: cs.exit_code,
-                reason: Some(cs.reason.clone()).filter(|r| !r.is_empty()),
-                message: Some(cs.message.clone()).filter(|m| !m.is_empty()),
-                started_at: time(cs.started_at),
-                finished_at: time(cs.finished_at),
-                container_id: Some(cid),
-                signal: None,
-            }),
-            ..Default::default()
-        },
-        RtState::Unknown
-            if old.is_some_and(|o| o.state.as_ref().is_some_and(|s| s.running.is_some())) =>
-        {
-            status.restart_count = old.map_or(0, |o| o.restart_count) + 1;
-            ContainerState {
-                terminated: Some(ContainerStateTerminated {
-                    exit_code: 137,
-                    reason: Some("ContainerStatusUnknown".into()),
-                    message: Some(
-                        "The container could not be located when the pod was terminated".into(),
-                    ),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }
-        }
-        RtState::Unknown => ContainerState {
-            waiting: Some(ContainerStateWaiting::default()),
-            ..Default::default()
-        },
-    });
-    status
-}
-
-fn waiting(reason: &str) -> ContainerState {
-    ContainerState {
-        waiting: Some(ContainerStateWaiting {
-            reason: Some(reason.to_owned()),
-            message: None,
-        }),
-        ..Default::default()
-    }
-}
-
-fn state_of(s: &ContainerStatus) -> (bool, bool, bool) {
-    let st = s.state.as_ref();
-    (
-        st.is_some_and(|s| s.running.is_some()),
-        st.is_some_and(|s| s.terminated.is_some()),
-        st.is_some_and(|s| s.waiting.is_some()),
-    )
-}
-
-/// `convertToAPIContainerStatuses` for one list (app or init containers).
-fn convert_statuses(
-    input: &Input<'_>,
-    previous: &[ContainerStatus],
-    containers: &[Container],
-    is_init: bool,
-) -> Vec<ContainerStatus> {
-    let pod = input.pod;
-    let rt = input.runtime;
-    let has_init = !init_containers(pod).is_empty();
-    let old: HashMap<&str, &ContainerStatus> =
-        previous.iter().map(|s| (s.name.as_str(), s)).collect();
-    let default_reason = if has_init {
-        "PodInitializing"
-    } else {
-        "ContainerCreating"
-    };
-    let mut statuses: BTreeMap<String, ContainerStatus> = BTreeMap::new();
-    for c in containers {
-        let mut status = ContainerStatus {
-            name: c.name.clone(),
-            image: c.image.clone().unwrap_or_default(),
-            state: Some(waiting(default_reason)),
-            ..Default::default()
-        };
-        if let Some(o) = old.get(c.name.as_str()) {
-            if o.state.as_ref().is_some_and(|s| s.terminated.is_some()) {
-                status = (*o).clone();
-            } else {
-                status.restart_count = o.restart_count;
-                status.last_state = o.last_state.clone();
-            }
-        }
-        statuses.insert(c.name.clone(), status);
-    }
-    // A container that was running and vanished from the runtime terminated.
-    for c in containers {
-        if rt.latest(&c.name).is_some() {
-            continue;
-        }
-        let Some(o) = old.get(c.name.as_str()) else {
-            continue;
-        };
-        let (running, terminated, _) = state_of(o);
-        if terminated || !running {
-            continue;
-        }
-        let Some(status) = statuses.get_mut(&c.name) else {
-            continue;
-        };
-        let is_default = status
-            .state
-            .as_ref()
-            .and_then(|s| s.waiting.as_ref())
-            .is_some_and(|w| w.reason.as_deref() == Some(default_reason));
-        if !is_default
-            || status
-                .last_state
-                .as_ref()
-                .is_some_and(|s| s.terminated.is_some())
-        {
-            continue;
-        }
-        status.last_state = Some(ContainerState {
-            terminated: Some(ContainerStateTerminated {
-                exit_code: 137,
-                reason: Some("ContainerStatusUnknown".into()),
-                message: Some(
-                    "The container could not be located when the pod was deleted.  The container used to be Running"
-                        .into(),
-                ),
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
-        if pod.metadata.deletion_timestamp.is_none() {
-            status.restart_count += 1;
-        }
-    }
-    // The newest container gives the state, the one before it lastState.
-    let mut seen: HashMap<&str, u32> = HashMap::new();
-    for cs in &rt.containers {
-        if !statuses.contains_key(&cs.name) {
-            continue;
-        }
-        let count = seen.entry(cs.name.as_str()).or_default();
-        if *count >= 2 {
-            continue;
-        }
-        let converted =
-            convert_container(cs, old.get(cs.name.as_str()).copied(), input.runtime_name);
-        if *count == 0 {
-            statuses.insert(cs.name.clone(), converted);
-        } else if let Some(s) = statuses.get_mut(&cs.name) {
-            s.last_state = converted.state;
-        }
-        *count += 1;
-    }
-    // Containers that failed to start, or wait for a restart, are waiting with the recorded reason.
-    for c in containers {
-        if is_init
-            && let Some(s) = rt.latest(&c.name)
-            && s.state == RtState::Exited
-            && s.exit_code == 0
-        {
-            continue;
-        }
-        if !should_restart(c, pod, rt) {
-            continue;
-        }
-        let Some(reason) = input.reasons.get(&c.name) else {
-            continue;
-        };
-        let Some(status) = statuses.get_mut(&c.name) else {
-            continue;
-        };
-        if status
-            .state
-            .as_ref()
-            .is_some_and(|s| s.terminated.is_some())
-        {
-            status.last_state = status.state.take();
-        }
-        status.state = Some(ContainerState {
-            waiting: Some(ContainerStateWaiting {
-                reason: Some(reason.reason.clone()),
-                message: Some(reason.message.clone()).filter(|m| !m.is_empty()),
-            }),
-            ..Default::default()
-        });
-    }
-    // Readiness and started (the prober's `UpdatePodStatus`): a running
-    // container without probes is ready and started, a succeeded init container ready.
-    for status in statuses.values_mut() {
-        let (running, _, _) = state_of(status);
-        let succeeded = status
-            .state
-            .as_ref()
-            .and_then(|s| s.terminated.as_ref())
-            .is_some_and(|t| t.exit_code == 0);
-        if is_init {
-            status.ready = succeeded;
-            status.started = Some(running);
-        } else {
-            let (ready, started) = input
-                .probes
-                .get(&status.name)
-                .copied()
-                .unwrap_or((true, true));
-            status.ready = running && ready;
-            status.started = Some(running && started);
-        }
-    }
-    if is_init {
-        containers
-            .iter()
-            .filter_map(|c| statuses.remove(&c.name))
-            .collect()
-    } else {
-        // Sorted by name, like `SortedContainerStatuses`.
-        statuses.into_values().collect()
-    }
-}
-
-/// `getPhase`: the pod phase from the container statuses.
-pub fn get_phase(
-    pod: &Pod,
-    init: &[ContainerStatus],
-    app: &[ContainerStatus],
-    terminal: bool,
-) -> &'static str {
-    let find = |list: &[ContainerStatus], name: &str| list.iter().find(|s| s.name == name).cloned();
-    let mut pending_init = 0;
-    let mut failed_init = 0;
-    for c in init_containers(pod) {
-        let Some(s) = find(init, &c.name) else {
-            pending_init += 1;
-            continue;
-        };
-        let st = s.state.unwrap_or_default();
-        if st.running.is_some() {
-            pending_init += 1;
-        } else if let Some(t) = st.terminated {
-            if t.exit_code != 0 {
-                failed_init += 1;
-            }
-        } else if st.waiting.is_some() {
-            match s.last_state.and_then(|l| l.terminated) {
-                Some(t) if t.exit_code != 0 => failed_init += 1,
-                Some(_) => {}
-                None => pending_init += 1,
-            }
-        } else {
-            pending_init += 1;
-        }
-    }
-    let (mut unknown, mut running, mut waiting_n, mut stopped, mut succeeded) = (0, 0, 0, 0, 0);
-    for c in app_containers(pod) {
-        let Some(s) = find(app, &c.name) else {
-            unknown += 1;
-            continue;
-        };
-        let st = s.state.unwrap_or_default();
-        if st.running.is_some() {
-            running += 1;
-        } else if let Some(t) = st.terminated {
-            stopped += 1;
-            if t.exit_code == 0 {
-                succeeded += 1;
-            }
-        } else if st.waiting.is_some() {
-            if s.last_state.and_then(|l| l.terminated).is_some() {
-                stopped += 1;
-            } else {
-                waiting_n += 1;
-            }
-        } else {
-            unknown += 1;
-        }
-    }
-    let policy = restart_policy(pod);
-    if failed_init > 0 && policy == "Never" {
-        return FAILED;
-    }
-    let any_regular_started = app.iter().any(|s| {
-        let st = s.state.as_ref();
-        st.is_some_and(|st| st.running.is_some() || st.terminated.is_some())
-            || s.last_state
-                .as_ref()
-                .is_some_and(|l| l.terminated.is_some())
-    });
-    if (pending_init > 0 && !any_regular_started) || waiting_n > 0 {
-        return PENDING;
-    }
-    if running > 0 && unknown == 0 {
-        return RUNNING;
-    }
-    if running == 0 && stopped > 0 && unknown == 0 {
-        if terminal {
-            return if stopped == succeeded {
-                SUCCEEDED
-            } else {
-                FAILED
-            };
-        }
-        if policy == "Always" {
-            return RUNNING;
-        }
-        if stopped == succeeded {
-            return SUCCEEDED;
-        }
-        if policy == "Never" {
-            return FAILED;
-        }
-        return RUNNING;
-    }
-    PENDING
-}
-
-fn condition(
-    type_: &str,
-    status: bool,
-    reason: Option<&str>,
-    message: Option<String>,
-) -> PodCondition {
-    PodCondition {
-        type_: type_.to_owned(),
-        status: if status { "True" } else { "False" }.to_owned(),
-        reason: reason.map(str::to_owned),
-        message,
-        ..Default::default()
-    }
-}
-
-fn go_list(names: &[String]) -> String {
-    format!("[{}]", names.join(" "))
-}
-
-/// `GenerateContainersReadyCondition`.
-pub fn containers_ready_condition(pod: &Pod, all: &[ContainerStatus], phase: &str) -> PodCondition {
-    let mut unknown = Vec::new();
-    let mut unready = Vec::new();
-    for c in app_containers(pod) {
-        match all.iter().find(|s| s.name == c.name) {
-            Some(s) if !s.ready => unready.push(c.name.clone()),
-            Some(_) => {}
-            None => unknown.push(c.name.clone()),
-        }
-    }
-    if phase == SUCCEEDED && unknown.is_empty() {
-        return condition("ContainersReady", false, Some("PodCompleted"), None);
-    }
-    if phase == FAILED {
-        return condition("ContainersReady", false, Some("PodFailed"), None);
-    }
-    containers_condition(
-        "ContainersReady",
-        "ContainersNotReady",
-        &unknown,
-        ("unready", &unready),
-    )
-}
-
-/// A condition that holds unless some containers have no status or are not
-/// yet in the wanted state: `False` with `reason` and the kubelet's message
-/// (`containers with unknown status: [a], containers with unready status: [b]`).
-fn containers_condition(
-    type_: &str,
-    reason: &str,
-    unknown: &[String],
-    (state, not_yet): (&str, &[String]),
-) -> PodCondition {
-    let mut messages = Vec::new();
-    if !unknown.is_empty() {
-        messages.push(format!(
-            "containers with unknown status: {}",
-            go_list(unknown)
-        ));
-    }
-    if !not_yet.is_empty() {
-        messages.push(format!(
-            "containers with {state} status: {}",
-            go_list(not_yet)
-        ));
-    }
-    if messages.is_empty() {
-        condition(type_, true, None, None)
-    } else {
-        condition(type_, false, Some(reason), Some(messages.join(", ")))
-    }
-}
-
-/// `GeneratePodReadyCondition`.
-pub fn ready_condition(
-    pod: &Pod,
-    conditions: &[PodCondition],
-    all: &[ContainerStatus],
-    phase: &str,
-) -> PodCondition {
-    let cr = containers_ready_condition(pod, all, phase);
-    if cr.status != "True" {
-        return PodCondition {
-            type_: "Ready".into(),
-            ..cr
-        };
-    }
-    let mut messages = Vec::new();
-    for gate in pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.readiness_gates.as_deref())
-        .unwrap_or_default()
-    {
-        match conditions.iter().find(|c| c.type_ == gate.condition_type) {
-            None => messages.push(format!(
-                "corresponding condition of pod readiness gate {:?} does not exist.",
-                gate.condition_type
-            )),
-            Some(c) if c.status != "True" => messages.push(format!(
-                "the status of pod readiness gate {:?} is not \"True\", but {}",
-                gate.condition_type, c.status
-            )),
-            Some(_) => {}
-        }
-    }
-    if messages.is_empty() {
-        condition("Ready", true, None, None)
-    } else {
-        condition(
-            "Ready",
-            false,
-            Some("ReadinessGatesNotReady"),
-            Some(messages.join(", ")),
-        )
-    }
-}
-
-/// `GeneratePodInitializedCondition`.
-pub fn initialized_condition(
-    pod: &Pod,
-    init: &[ContainerStatus],
-    app: &[ContainerStatus],
-    phase: &str,
-) -> PodCondition {
-    let mut unknown = Vec::new();
-    let mut incomplete = Vec::new();
-    for c in init_containers(pod) {
-        match init.iter().find(|s| s.name == c.name) {
-            None => unknown.push(c.name.clone()),
-            Some(s) if !s.ready => incomplete.push(c.name.clone()),
-            Some(_) => {}
-        }
-    }
-    if phase == SUCCEEDED && unknown.is_empty() {
-        return condition("Initialized", true, Some("PodCompleted"), None);
-    }
-    let any_regular_started = app.iter().any(|s| {
-        s.state
-            .as_ref()
-            .is_some_and(|st| st.running.is_some() || st.terminated.is_some())
-            || s.last_state
-                .as_ref()
-                .is_some_and(|l| l.terminated.is_some())
-    });
-    if any_regular_started {
-        return condition("Initialized", true, None, None);
-    }
-    containers_condition(
-        "Initialized",
-        "ContainersNotInitialized",
-        &unknown,
-        ("incomplete", &incomplete),
-    )
-}
-
-/// `GetPodQOS`: the class the API server set at creation, else computed from cpu and
-/// memory requests and limits (compared as written: the API server double and
-/// kube-apiserver both set the class, so the fallback only serves other servers).
-pub fn qos_class(pod: &Pod) -> String {
-    if let Some(class) = pod.status.as_ref().and_then(|s| s.qos_class.clone()) {
-        return class;
-    }
-    compute_qos_class(pod).to_owned()
-}
-
-fn compute_qos_class(pod: &Pod) -> &'static str {
-    let containers = app_containers(pod).iter().chain(init_containers(pod));
-    let mut any = false;
-    let mut guaranteed = true;
-    for c in containers {
-        let res = c.resources.clone().unwrap_or_default();
-        let limits = res.limits.unwrap_or_default();
-        let requests = res.requests.unwrap_or_default();
-        let relevant = |k: &String| k == "cpu" || k == "memory";
-        if limits.keys().any(relevant) || requests.keys().any(relevant) {
-            any = true;
-        }
-        for r in ["cpu", "memory"] {
-            match limits.get(r) {
-                Some(l) => {
-                    if requests.get(r).is_some_and(|q| q != l) {
-                        guaranteed = false;
-                    }
-                }
-                None => guaranteed = false,
-            }
-        }
-    }
-    if !any {
-        "BestEffort"
-    } else if guaranteed {
-        "Guaranteed"
-    } else {
-        "Burstable"
     }
 }
 
@@ -714,8 +186,17 @@ pub fn generate(input: &Input<'_>) -> PodStatus {
         terminate(&mut app, &mut init);
         phase = FAILED;
     }
+    // A pod sync handler asking for eviction (the active deadline) fails a pod
+    // that is not terminal yet, with its reason and message.
+    let evicted = input.deadline_exceeded && !is_terminal_phase(Some(phase));
+    if evicted {
+        phase = FAILED;
+    }
     s.phase = Some(phase.to_owned());
-    if old.phase.as_deref() == Some(phase) {
+    if evicted {
+        s.reason = Some(active_deadline::REASON.to_owned());
+        s.message = Some(active_deadline::MESSAGE.to_owned());
+    } else if old.phase.as_deref() == Some(phase) {
         s.reason = old.reason.clone();
         s.message = old.message.clone();
     }
@@ -762,56 +243,11 @@ pub fn delay_terminal_phase(api: &PodStatus, mut new: PodStatus, terminated: boo
     new
 }
 
-/// The status manager's `TerminatePod`: once a pod has initialized, a
-/// container with no terminated state is reported as terminated with
-/// `ContainerStatusUnknown` (the pod phase becomes `Failed`).
-fn terminate(app: &mut [ContainerStatus], init: &mut [ContainerStatus]) {
-    let unknown = || ContainerState {
-        terminated: Some(ContainerStateTerminated {
-            exit_code: 137,
-            reason: Some("ContainerStatusUnknown".into()),
-            message: Some("The container could not be located when the pod was terminated".into()),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let initialized = app.iter().any(|s| {
-        s.state
-            .as_ref()
-            .is_some_and(|st| st.running.is_some() || st.terminated.is_some())
-            || s.last_state
-                .as_ref()
-                .is_some_and(|l| l.terminated.is_some())
-    });
-    if initialized {
-        for s in app.iter_mut() {
-            if s.state.as_ref().is_none_or(|st| st.terminated.is_none()) {
-                s.state = Some(unknown());
-                s.ready = false;
-                s.started = Some(false);
-            }
-        }
-    }
-    // Init containers before the last one that started are marked failed if they have no terminated state.
-    let last_started = init.iter().rposition(|s| {
-        s.state
-            .as_ref()
-            .is_some_and(|st| st.running.is_some() || st.terminated.is_some())
-    });
-    if let Some(last) = last_started {
-        for s in init.iter_mut().take(last + 1) {
-            if s.state.as_ref().is_none_or(|st| st.terminated.is_none()) {
-                s.state = Some(unknown());
-                s.ready = false;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::runtime::{Container as RtContainer, Sandbox};
+    use k8s_openapi::api::core::v1::ContainerState;
 
     fn pod(policy: &str, init: &[&str], app: &[&str]) -> Pod {
         let mk = |n: &&str| Container {
@@ -887,6 +323,7 @@ mod tests {
             host_ip: Some("192.168.1.10"),
             runtime_name: "fake",
             probes: &crate::prober::Results::new(),
+            deadline_exceeded: false,
         })
     }
 

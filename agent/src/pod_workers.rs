@@ -62,20 +62,39 @@ pub fn coalesce(pending: Option<Update>, incoming: Update) -> Update {
     }
 }
 
-/// A worker's mailbox: one pending update and a wake-up.
-#[derive(Debug, Default)]
+/// A worker's mailbox: one pending update and a wake-up; `killed` turns true
+/// once a kill was asked for, so a sync in progress can give up waiting (the
+/// kubelet cancels the context of a sync whose pod is to be terminated).
+#[derive(Debug)]
 struct Slot {
     pending: Mutex<Option<Update>>,
     notify: Notify,
     closed: AtomicBool,
+    killed: watch::Sender<bool>,
+}
+
+impl Default for Slot {
+    fn default() -> Self {
+        Self {
+            pending: Mutex::default(),
+            notify: Notify::new(),
+            closed: AtomicBool::new(false),
+            killed: watch::Sender::new(false),
+        }
+    }
 }
 
 impl Slot {
     fn put(&self, update: Update) {
-        {
+        let kill = {
             let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             let merged = coalesce(pending.take(), update);
+            let kill = matches!(merged.kind, Kind::Kill { .. });
             *pending = Some(merged);
+            kill
+        };
+        if kill {
+            self.killed.send_replace(true);
         }
         self.notify.notify_one();
     }
@@ -247,6 +266,7 @@ async fn run(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut state = PodState::new(&ctx.timings);
+    state.watch_kills(slot.killed.subscribe());
     if runtime_empty {
         state.runtime_is_empty();
     }

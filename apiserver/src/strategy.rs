@@ -254,6 +254,38 @@ fn pod_spec_mutable_view(spec: &Value) -> Value {
     spec
 }
 
+/// `ValidatePodUpdate`'s rule for `spec.activeDeadlineSeconds`: it may be set or
+/// lowered on an existing pod, not raised or removed; `Some` is the field error.
+fn active_deadline_update(old: Option<Value>, new: Option<Value>) -> Option<String> {
+    const FIELD: &str = "spec.activeDeadlineSeconds";
+    let old = old.filter(|v| !v.is_null());
+    match (
+        old.as_ref().and_then(Value::as_i64),
+        new.filter(|v| !v.is_null()),
+    ) {
+        (_, Some(new)) => {
+            let Some(n) = new
+                .as_i64()
+                .filter(|n| (0..=i64::from(i32::MAX)).contains(n))
+            else {
+                return Some(format!(
+                    "{FIELD}: Invalid value: {new}: must be between 0 and 2147483647, inclusive"
+                ));
+            };
+            match old.as_ref().and_then(Value::as_i64) {
+                Some(o) if o < n => Some(format!(
+                    "{FIELD}: Invalid value: {n}: must be less than or equal to previous value"
+                )),
+                _ => None,
+            }
+        }
+        (Some(_), None) => Some(format!(
+            "{FIELD}: Invalid value: \"null\": must not update from a positive integer to nil value"
+        )),
+        (None, None) => None,
+    }
+}
+
 /// Merges an update into the stored object the way upstream's strategies do: a main write
 /// keeps the stored status (for resources with a status subresource), a status write keeps
 /// everything but status, server-owned metadata never changes, and `generation` bumps when
@@ -317,6 +349,14 @@ pub fn prepare_for_update(
     m.remove("managedFields");
     m.remove("selfLink");
     if std::ptr::eq(resource, &resources::PODS) && part == Part::Main {
+        let deadline = |pod: &Value| pod.pointer("/spec/activeDeadlineSeconds").cloned();
+        if let Some(detail) = active_deadline_update(deadline(old), deadline(&out)) {
+            return Err(Error::Invalid {
+                resource: &resources::PODS,
+                name,
+                detail,
+            });
+        }
         let before = pod_spec_mutable_view(old.get("spec").unwrap_or(&Value::Null));
         let after = pod_spec_mutable_view(out.get("spec").unwrap_or(&Value::Null));
         if before != after {
@@ -341,6 +381,45 @@ mod tests {
 
     fn pod() -> Value {
         json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    }
+
+    #[test]
+    fn active_deadline_may_be_set_or_lowered_only() {
+        let created = prepare_for_create(&PODS, pod(), "ns").unwrap();
+        let with = |d: Value| {
+            let mut p = created.clone();
+            match d {
+                Value::Null => {
+                    p["spec"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("activeDeadlineSeconds");
+                }
+                d => p["spec"]["activeDeadlineSeconds"] = d,
+            }
+            p
+        };
+        let update = |old: &Value, new: Value| prepare_for_update(&PODS, old, new, Part::Main);
+        let pod = || with(Value::Null);
+        assert!(update(&pod(), with(json!(30))).is_ok(), "added");
+        assert!(update(&with(json!(30)), with(json!(5))).is_ok(), "lowered");
+        assert!(update(&with(json!(30)), with(json!(30))).is_ok(), "kept");
+        let detail = |r: Result<Value>| match r {
+            Err(Error::Invalid { detail, .. }) => detail,
+            other => panic!("expected Invalid, got {other:?}"),
+        };
+        assert_eq!(
+            detail(update(&with(json!(5)), with(json!(6)))),
+            "spec.activeDeadlineSeconds: Invalid value: 6: must be less than or equal to previous value"
+        );
+        assert_eq!(
+            detail(update(&with(json!(5)), pod())),
+            "spec.activeDeadlineSeconds: Invalid value: \"null\": must not update from a positive integer to nil value"
+        );
+        assert_eq!(
+            detail(update(&with(json!(5)), with(json!(-1)))),
+            "spec.activeDeadlineSeconds: Invalid value: -1: must be between 0 and 2147483647, inclusive"
+        );
     }
 
     #[test]

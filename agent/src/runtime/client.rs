@@ -25,6 +25,17 @@ pub struct Readiness {
     pub problems: Vec<String>,
 }
 
+/// What a command run with `ExecSync` left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecOutput {
+    /// Its exit code.
+    pub exit_code: i32,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+}
+
 /// A CRI runtime connection.
 #[derive(Clone)]
 pub struct Runtime {
@@ -199,21 +210,36 @@ impl Runtime {
         cmd: Vec<String>,
         timeout: Duration,
     ) -> Result<(i32, String)> {
+        let exec = self.exec(id, cmd, Some(timeout)).await?;
+        Ok((exec.exit_code, exec.stdout + &exec.stderr))
+    }
+
+    /// `ExecSync` with the streams apart; `timeout` `None` asks the runtime for no
+    /// timeout (the kubelet's lifecycle hooks pass none) and waits for the runtime
+    /// request timeout at most.
+    pub async fn exec(
+        &self,
+        id: &str,
+        cmd: Vec<String>,
+        timeout: Option<Duration>,
+    ) -> Result<ExecOutput> {
         let resp = self
             .call(
                 "ExecSync",
                 || format!("container {id}"),
-                Some(timeout + Duration::from_secs(1)),
+                timeout.map(|t| t + Duration::from_secs(1)),
                 self.rs.clone().exec_sync(cri::ExecSyncRequest {
                     container_id: id.to_owned(),
                     cmd,
-                    timeout: i64::try_from(timeout.as_secs()).unwrap_or(1),
+                    timeout: timeout.map_or(0, |t| i64::try_from(t.as_secs()).unwrap_or(1)),
                 }),
             )
             .await?;
-        let mut output = String::from_utf8_lossy(&resp.stdout).into_owned();
-        output.push_str(&String::from_utf8_lossy(&resp.stderr));
-        Ok((resp.exit_code, output))
+        Ok(ExecOutput {
+            exit_code: resp.exit_code,
+            stdout: String::from_utf8_lossy(&resp.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&resp.stderr).into_owned(),
+        })
     }
 
     /// `GetContainerEvents`: the runtime's container event stream (evented PLEG).

@@ -1,0 +1,295 @@
+//! The kubelet's lifecycle handler runner (`pkg/kubelet/lifecycle/handlers.go`):
+//! runs a container's `postStart` or `preStop` handler — `exec` through CRI
+//! `ExecSync` in the container, `httpGet` to the pod IP (or `host`) — and words
+//! a failure as the kubelet does. What a failure does (kill, restart, events)
+//! is the caller's: `startContainer` and `killContainer` in [`crate::sync_pod`].
+//!
+//! The kubelet 1.28 knows these two actions; a handler with none of them
+//! (`tcpSocket`, kept in the API for compatibility, or `sleep`, added in 1.29)
+//! fails as an invalid handler.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Container, HTTPGetAction, LifecycleHandler, Pod};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::runtime::Runtime;
+
+/// A lifecycle handler that failed; the message is the kubelet's (`handlerRunner.Run`).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The `exec` command could not run or exited with a non-zero code.
+    #[error(
+        "Exec lifecycle hook ([{command}]) for Container {container:?} in Pod {pod:?} failed - error: {error}, message: {output:?}"
+    )]
+    Exec {
+        /// The command, words joined by spaces.
+        command: String,
+        /// The container's name.
+        container: String,
+        /// The pod as the kubelet names it: `name_namespace(uid)`.
+        pod: String,
+        /// Why: `command '…' exited with N: <stderr>`, or the runtime's error.
+        error: String,
+        /// What the command wrote (stdout, then stderr).
+        output: String,
+    },
+    /// The `httpGet` request got no response.
+    #[error(
+        "HTTP lifecycle hook ({path}) for Container {container:?} in Pod {pod:?} failed - error: {error}"
+    )]
+    Http {
+        /// The request path.
+        path: String,
+        /// The container's name.
+        container: String,
+        /// The pod as the kubelet names it: `name_namespace(uid)`.
+        pod: String,
+        /// Why, in the words of Go's HTTP client where they can be had.
+        error: String,
+    },
+    /// The handler has no action this agent runs.
+    #[error("Cannot run handler: invalid handler for Container {container:?} in Pod {pod:?}")]
+    Invalid {
+        /// The container's name.
+        container: String,
+        /// The pod as the kubelet names it: `name_namespace(uid)`.
+        pod: String,
+    },
+}
+
+/// The pod as the kubelet's `format.Pod` prints it: `name_namespace(uid)`.
+pub fn format_pod(pod: &Pod) -> String {
+    format!(
+        "{}_{}({})",
+        pod.metadata.name.as_deref().unwrap_or_default(),
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.uid.as_deref().unwrap_or_default()
+    )
+}
+
+/// Where the handler runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    /// The pod.
+    pub pod: &'a Pod,
+    /// The container's spec.
+    pub container: &'a Container,
+    /// The running container's CRI ID.
+    pub container_id: &'a str,
+    /// The pod's IP, for an `httpGet` without `host`.
+    pub pod_ip: Option<&'a str>,
+}
+
+/// Runs `handler` for `target` (`handlerRunner.Run`); `timeout` bounds an `exec`
+/// in the runtime (`None`: the kubelet passes no timeout) and an `httpGet`.
+pub async fn run(
+    runtime: &Runtime,
+    target: Target<'_>,
+    handler: &LifecycleHandler,
+    timeout: Option<Duration>,
+) -> Result<(), Error> {
+    let container = target.container.name.clone();
+    let pod = format_pod(target.pod);
+    if let Some(exec) = &handler.exec {
+        let cmd = exec.command.clone().unwrap_or_default();
+        let command = cmd.join(" ");
+        let (error, output) = match runtime.exec(target.container_id, cmd, timeout).await {
+            Ok(out) if out.exit_code == 0 => return Ok(()),
+            Ok(out) => (
+                format!(
+                    "command '{command}' exited with {}: {}",
+                    out.exit_code, out.stderr
+                ),
+                out.stdout + &out.stderr,
+            ),
+            Err(error) => (error.short_message(), String::new()),
+        };
+        return Err(Error::Exec {
+            command,
+            container,
+            pod,
+            error,
+            output,
+        });
+    }
+    if let Some(http) = &handler.http_get {
+        let path = http.path.clone().unwrap_or_default();
+        let request = http_get(target, http);
+        let result = match timeout {
+            Some(t) => tokio::time::timeout(t, request)
+                .await
+                .unwrap_or_else(|_| Err("context deadline exceeded".into())),
+            None => request.await,
+        };
+        return result.map_err(|error| Error::Http {
+            path,
+            container,
+            pod,
+            error,
+        });
+    }
+    Err(Error::Invalid { container, pod })
+}
+
+/// The port an `httpGet` names: a number, or the name of one of the container's ports.
+fn resolve_port(port: &IntOrString, container: &Container) -> Result<u16, String> {
+    let number = match port {
+        IntOrString::Int(n) => Some(i64::from(*n)),
+        IntOrString::String(s) if s.is_empty() => Some(80),
+        IntOrString::String(s) => s.parse::<i64>().ok().or_else(|| {
+            container
+                .ports
+                .iter()
+                .flatten()
+                .find(|p| p.name.as_deref() == Some(s.as_str()))
+                .map(|p| i64::from(p.container_port))
+        }),
+    };
+    number.and_then(|n| u16::try_from(n).ok()).ok_or_else(|| {
+        format!(
+            "couldn't find port: {port:?} in container {:?}",
+            container.name
+        )
+    })
+}
+
+/// One GET (`NewRequestForHTTPGetAction` + `Do`): any HTTP response is success,
+/// as for the kubelet's lifecycle handlers (only probes look at the status code).
+/// An `HTTPS` scheme is checked as far as the connection: this agent speaks no TLS here.
+async fn http_get(target: Target<'_>, http: &HTTPGetAction) -> Result<(), String> {
+    let host = http
+        .host
+        .clone()
+        .filter(|h| !h.is_empty())
+        .or_else(|| target.pod_ip.map(str::to_owned))
+        .ok_or_else(|| "failed to find networking container: the pod has no IP".to_owned())?;
+    let port = resolve_port(&http.port, target.container)?;
+    let scheme = http
+        .scheme
+        .as_deref()
+        .unwrap_or("HTTP")
+        .to_ascii_lowercase();
+    let path = http.path.as_deref().unwrap_or_default();
+    let path = if path.starts_with('/') || path.is_empty() {
+        path.to_owned()
+    } else {
+        format!("/{path}")
+    };
+    let host_port = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    let url = format!("{scheme}://{host_port}{path}");
+    let mut stream = tokio::net::TcpStream::connect((host.as_str(), port))
+        .await
+        .map_err(|e| format!("Get {url:?}: dial tcp {host_port}: {}", dial_error(&e)))?;
+    if scheme == "https" {
+        return Ok(());
+    }
+    let mut request = format!(
+        "GET {} HTTP/1.1\r\nHost: {host_port}\r\nUser-Agent: kube-lifecycle/1.28\r\nConnection: close\r\n",
+        if path.is_empty() { "/" } else { &path }
+    );
+    for h in http.http_headers.iter().flatten() {
+        request.push_str(&format!("{}: {}\r\n", h.name, h.value));
+    }
+    request.push_str("\r\n");
+    let mut head = [0u8; 12];
+    let exchange = async {
+        stream.write_all(request.as_bytes()).await?;
+        stream.read_exact(&mut head).await
+    };
+    exchange.await.map_err(|e| format!("Get {url:?}: {e}"))?;
+    if head.starts_with(b"HTTP/") {
+        Ok(())
+    } else {
+        Err(format!("Get {url:?}: malformed HTTP response"))
+    }
+}
+
+/// A connection error as Go's `net` package words the common ones.
+fn dial_error(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::ConnectionRefused => "connect: connection refused".into(),
+        std::io::ErrorKind::TimedOut => "i/o timeout".into(),
+        _ => error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ContainerPort;
+
+    #[test]
+    fn ports_by_number_and_name() {
+        let container = Container {
+            name: "c".into(),
+            ports: Some(vec![ContainerPort {
+                name: Some("web".into()),
+                container_port: 8080,
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        assert_eq!(resolve_port(&IntOrString::Int(81), &container), Ok(81));
+        assert_eq!(
+            resolve_port(&IntOrString::String("82".into()), &container),
+            Ok(82)
+        );
+        assert_eq!(
+            resolve_port(&IntOrString::String("web".into()), &container),
+            Ok(8080)
+        );
+        assert_eq!(
+            resolve_port(&IntOrString::String(String::new()), &container),
+            Ok(80)
+        );
+        assert!(resolve_port(&IntOrString::String("nope".into()), &container).is_err());
+    }
+
+    #[test]
+    fn exec_failure_is_worded_like_the_kubelet() {
+        let error = Error::Exec {
+            command: "sh -c exit 3".into(),
+            container: "c".into(),
+            pod: "p_ns(u)".into(),
+            error: "command 'sh -c exit 3' exited with 3: ".into(),
+            output: "oops\n".into(),
+        };
+        assert_eq!(
+            error.to_string(),
+            "Exec lifecycle hook ([sh -c exit 3]) for Container \"c\" in Pod \"p_ns(u)\" failed - error: command 'sh -c exit 3' exited with 3: , message: \"oops\\n\""
+        );
+    }
+
+    #[tokio::test]
+    async fn http_to_a_closed_port_fails_as_go_words_it() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let pod = Pod::default();
+        let container = Container::default();
+        let target = Target {
+            pod: &pod,
+            container: &container,
+            container_id: "id",
+            pod_ip: Some("127.0.0.1"),
+        };
+        let action = HTTPGetAction {
+            path: Some("/echo?msg=poststart".into()),
+            port: IntOrString::Int(i32::from(port)),
+            ..Default::default()
+        };
+        assert_eq!(
+            http_get(target, &action).await,
+            Err(format!(
+                "Get \"http://127.0.0.1:{port}/echo?msg=poststart\": dial tcp 127.0.0.1:{port}: connect: connection refused"
+            ))
+        );
+    }
+}

@@ -1,0 +1,177 @@
+//! Killing: one container (`killContainer`: the `Killing` event, the `preStop`
+//! hook inside the grace period, then `StopContainer` with what is left of it,
+//! never under the minimum), a whole pod (`killPod` + `SyncTerminatingPod`),
+//! and the removal of what a gone pod left behind.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use tokio::time::Instant;
+
+use super::{Context, PodState, publish};
+use crate::events::Type;
+use crate::lifecycle;
+use crate::runtime::{self, ContainerState};
+use crate::volume_manager;
+
+/// The spec of the container named `name` (app or init).
+pub(super) fn container_spec<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
+    let spec = pod.spec.as_ref()?;
+    spec.containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .find(|c| c.name == name)
+}
+
+/// What to kill and why.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Kill<'a> {
+    /// The running container's CRI ID.
+    pub id: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// The `Killing` event's message; `None`: `Stopping container <name>`.
+    pub message: Option<&'a str>,
+    /// The grace period, before the `preStop` hook takes its share.
+    pub grace: Duration,
+    /// The pod's IP, for an `httpGet` hook.
+    pub pod_ip: Option<&'a str>,
+}
+
+/// `killContainer`: records `Killing`, runs the container's `preStop` hook
+/// within the grace period (a hook that outlives it is cut off; its
+/// `FailedPreStopHook` event says when it failed), takes the whole seconds it
+/// took off the grace period, and stops the container with the rest (at least
+/// the minimum, 2 s upstream).
+pub(super) async fn kill_container(
+    ctx: &Context,
+    pod: &Pod,
+    kill: Kill<'_>,
+) -> runtime::Result<()> {
+    let message = kill.message.map_or_else(
+        || format!("Stopping container {}", kill.name),
+        str::to_owned,
+    );
+    ctx.events
+        .pod(pod, Some(kill.name), Type::Normal, "Killing", message);
+    let mut grace = kill.grace;
+    let spec = container_spec(pod, kill.name);
+    let hook = spec
+        .and_then(|c| c.lifecycle.as_ref())
+        .and_then(|l| l.pre_stop.as_ref());
+    if let (Some(container), Some(hook)) = (spec, hook)
+        && !grace.is_zero()
+    {
+        let target = lifecycle::Target {
+            pod,
+            container,
+            container_id: kill.id,
+            pod_ip: kill.pod_ip,
+        };
+        let started = Instant::now();
+        match tokio::time::timeout(
+            grace,
+            lifecycle::run(&ctx.runtime, target, hook, Some(grace)),
+        )
+        .await
+        {
+            Ok(Ok(())) => {
+                tracing::debug!(pod = %runtime::pod_key(pod), container = %kill.name, "preStop hook completed");
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(pod = %runtime::pod_key(pod), container = %kill.name, %error, "preStop hook failed");
+                // Like the kubelet, the event does not carry the message (it may hold secrets).
+                ctx.events.pod(
+                    pod,
+                    Some(kill.name),
+                    Type::Warning,
+                    "FailedPreStopHook",
+                    "PreStopHook failed".into(),
+                );
+            }
+            Err(_) => {
+                tracing::info!(pod = %runtime::pod_key(pod), container = %kill.name, ?grace, "preStop hook not completed in grace period");
+            }
+        }
+        // `executePreStopHook` returns whole seconds.
+        grace = grace.saturating_sub(Duration::from_secs(started.elapsed().as_secs()));
+    }
+    let grace = grace.max(ctx.timings.minimum_stop_grace);
+    ctx.runtime.stop_container(kill.id, grace).await
+}
+
+/// Kills a pod: kills its running containers at once, each with `grace`
+/// ([`kill_container`]), stops its sandboxes, tears its volumes down and
+/// reports the final status.
+pub async fn kill(
+    ctx: &Context,
+    state: &mut PodState,
+    pod: &Pod,
+    grace: Duration,
+) -> runtime::Result<()> {
+    // Only this worker starts the pod's containers, so its last read (plus
+    // what it did since) knows every one that may run.
+    let rt = ctx
+        .runtime
+        .pod_status_refreshed(pod, &mut state.runtime)
+        .await?;
+    let pod_ip = rt.sandbox().and_then(|s| s.ip.as_deref());
+    let kills = rt.running().map(|c| {
+        let kill = Kill {
+            id: &c.id,
+            name: &c.name,
+            message: None,
+            grace,
+            pod_ip,
+        };
+        kill_container(ctx, pod, kill)
+    });
+    for result in futures::future::join_all(kills).await {
+        result?;
+    }
+    for c in rt.running() {
+        state.runtime.touch_container(&c.id, &c.sandbox_id);
+    }
+    for sandbox in rt.sandboxes.iter().filter(|s| s.ready) {
+        ctx.runtime.stop_sandbox(&sandbox.id).await?;
+        state.runtime.touch_sandbox(&sandbox.id);
+    }
+    let rt = ctx
+        .runtime
+        .pod_status_refreshed(pod, &mut state.runtime)
+        .await?;
+    // Upstream reports a pod terminal only once its volumes are unmounted.
+    if state.volumes.take().is_some() {
+        volume_manager::tear_down(ctx.runtime.pod_dir(pod)).await;
+    }
+    state.reasons.clear();
+    let finalize = pod.metadata.deletion_timestamp.is_some();
+    publish(ctx, state, pod, &rt, true, finalize).await;
+    Ok(())
+}
+
+/// Removes every container and sandbox of a pod that is gone (container GC).
+pub async fn cleanup(ctx: &Context, state: &mut PodState, pod: &Pod) {
+    let Ok(rt) = ctx
+        .runtime
+        .pod_status_refreshed(pod, &mut state.runtime)
+        .await
+    else {
+        return;
+    };
+    for c in &rt.containers {
+        if c.state == ContainerState::Running {
+            let _ = ctx
+                .runtime
+                .stop_container(&c.id, ctx.timings.minimum_stop_grace)
+                .await;
+        }
+        let _ = ctx.runtime.remove_container(&c.id).await;
+    }
+    for s in &rt.sandboxes {
+        if s.ready {
+            let _ = ctx.runtime.stop_sandbox(&s.id).await;
+        }
+        let _ = ctx.runtime.remove_sandbox(&s.id).await;
+    }
+}

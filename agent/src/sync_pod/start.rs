@@ -1,0 +1,300 @@
+//! `startContainer`: back-off, image, configuration, create, start.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use tokio::time::Instant;
+
+use super::image::ensure_image;
+use super::kill::{Kill, kill_container};
+use super::{Context, PodState, earliest, instant_of};
+use crate::backoff::go_duration;
+use crate::env;
+use crate::events::Type;
+use crate::lifecycle;
+use crate::pod_status::Reason;
+use crate::runtime::{self, ContainerState};
+
+/// The container's environment ([`env::resolve`]); the pod IP is read from
+/// the sandbox only when a variable asks for it.
+async fn container_env(
+    ctx: &Context,
+    pod: &Pod,
+    container: &Container,
+    sandbox_id: &str,
+) -> Result<Vec<(String, String)>, String> {
+    let wants_pod_ip = container.env.iter().flatten().any(|e| {
+        e.value_from
+            .as_ref()
+            .and_then(|f| f.field_ref.as_ref())
+            .is_some_and(|f| f.field_path.starts_with("status.podIP"))
+    });
+    let pod_ip = if wants_pod_ip {
+        ctx.runtime
+            .sandbox_ip(pod, sandbox_id)
+            .await
+            .map_err(|e| e.short_message())?
+    } else {
+        None
+    };
+    let downward = env::Downward {
+        host_ip: ctx.host_ip.as_deref(),
+        pod_ip: pod_ip.as_deref(),
+    };
+    env::resolve(&ctx.client, pod, container, downward).await
+}
+
+/// The kubelet's `Failed` event for a container that could not start.
+pub(super) fn report_failed(ctx: &Context, pod: &Pod, container: &str, why: &str) {
+    ctx.events.pod(
+        pod,
+        Some(container),
+        Type::Warning,
+        "Failed",
+        format!("Error: {why}"),
+    );
+}
+
+/// A container that could not be created or started: the `Failed` event and
+/// the waiting reason its status shows until the retry.
+fn start_failed(
+    ctx: &Context,
+    state: &mut PodState,
+    pod: &Pod,
+    container: &Container,
+    reason: &str,
+    message: String,
+) {
+    report_failed(ctx, pod, &container.name, &message);
+    let reason = reason.to_owned();
+    state
+        .reasons
+        .insert(container.name.clone(), Reason { reason, message });
+}
+
+/// Starts one container (`startContainer`), gated by back-off; true if it started.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn start(
+    ctx: &Context,
+    state: &mut PodState,
+    pod: &Pod,
+    container: &Container,
+    sandbox_id: &str,
+    sandbox_attempt: u32,
+    previous: Option<&runtime::Container>,
+    wake: &mut Option<Instant>,
+) -> runtime::Result<bool> {
+    if state.kill_requested() {
+        // The worker kills the pod next: start nothing more.
+        return Ok(false);
+    }
+    let now = Instant::now();
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let restart_count = match previous {
+        Some(p) => p.restart_count + 1,
+        // The runtime lost the container (e.g. it restarted): continue from the
+        // last reported count, like upstream does from the log directory.
+        None => state
+            .last_status
+            .as_ref()
+            .and_then(|s| {
+                s.container_statuses
+                    .iter()
+                    .chain(s.init_container_statuses.iter())
+                    .flatten()
+                    .find(|c| c.name == container.name)
+            })
+            .map_or(0, |c| {
+                // A status with a container ID counts that run; one without an ID
+                // but with a lastState already counted the vanished run.
+                c.restart_count + i32::from(c.container_id.is_some())
+            }),
+    };
+    if let Some(prev) = previous.filter(|p| p.state == ContainerState::Exited) {
+        let key = format!("{name}_{namespace}_{uid}_{}", container.name);
+        let event = instant_of(prev.finished_at);
+        if state.crash.is_in_backoff_since(&key, event, now) {
+            let delay = state.crash.get(&key);
+            ctx.events.pod(
+                pod,
+                Some(&container.name),
+                Type::Warning,
+                "BackOff",
+                format!(
+                    "Back-off restarting failed container {} in pod {name}_{namespace}({uid})",
+                    container.name
+                ),
+            );
+            state.reasons.insert(
+                container.name.clone(),
+                Reason {
+                    reason: "CrashLoopBackOff".into(),
+                    message: format!(
+                        "back-off {} restarting failed container={} pod={name}_{namespace}({uid})",
+                        go_duration(delay),
+                        container.name
+                    ),
+                },
+            );
+            *wake = earliest(
+                *wake,
+                state.crash.expiry(&key, event) + Duration::from_millis(5),
+            );
+            return Ok(false);
+        }
+        state.crash.next(&key, event, now);
+    }
+    let sandbox_config = ctx.runtime.sandbox_config(pod, sandbox_attempt);
+    if let Err(reason) = ensure_image(ctx, state, pod, container, &sandbox_config, wake).await {
+        report_failed(ctx, pod, &container.name, &reason.reason);
+        state.reasons.insert(container.name.clone(), reason);
+        return Ok(false);
+    }
+    // A failure from here on is retried after the first crash back-off step.
+    let retry_at = now + ctx.timings.crash_backoff_initial;
+    // `generateContainerConfig`: the environment, then the mounts (a `subPathExpr`
+    // expands against the environment); either failing is a CreateContainerConfigError.
+    let volumes = state.volumes.as_ref().map(|(v, _)| v);
+    let prepared = async {
+        let env = container_env(ctx, pod, container, sandbox_id).await?;
+        let mounts = match volumes {
+            Some(volumes) => volumes.mounts(container, &env).await?,
+            None => Vec::new(),
+        };
+        Ok::<_, String>((env, mounts))
+    };
+    let (env, mounts) = match prepared.await {
+        Ok(prepared) => prepared,
+        Err(message) => {
+            start_failed(
+                ctx,
+                state,
+                pod,
+                container,
+                "CreateContainerConfigError",
+                message,
+            );
+            *wake = earliest(*wake, retry_at);
+            return Ok(false);
+        }
+    };
+    let config = ctx
+        .runtime
+        .container_config(pod, container, restart_count, env, mounts);
+    let id = match ctx
+        .runtime
+        .create_container(pod, sandbox_id, config, sandbox_config)
+        .await
+    {
+        Ok(id) => {
+            state.runtime.touch_container(&id, sandbox_id);
+            ctx.events.pod(
+                pod,
+                Some(&container.name),
+                Type::Normal,
+                "Created",
+                format!("Created container: {}", container.name),
+            );
+            id
+        }
+        Err(error) => {
+            let message = error.short_message();
+            start_failed(ctx, state, pod, container, "CreateContainerError", message);
+            *wake = earliest(*wake, retry_at);
+            return Ok(false);
+        }
+    };
+    if let Err(error) = ctx.runtime.start_container(&id).await {
+        let message = error.short_message();
+        start_failed(ctx, state, pod, container, "RunContainerError", message);
+        *wake = earliest(*wake, retry_at);
+        // The container exists (created or exited): the status shows it.
+        return Ok(true);
+    }
+    state.reasons.remove(&container.name);
+    ctx.events.pod(
+        pod,
+        Some(&container.name),
+        Type::Normal,
+        "Started",
+        format!("Started container {}", container.name),
+    );
+    tracing::info!(pod = %runtime::pod_key(pod), container = %container.name, "container started");
+    let hook = post_start(ctx, pod, container, &id, sandbox_id);
+    let result = tokio::select! {
+        result = hook => result,
+        () = state.kill_signal() => {
+            // The kubelet cancels the hook with the sync; the kill that follows stops the container.
+            tracing::info!(pod = %runtime::pod_key(pod), container = %container.name, "postStart hook cancelled: the pod is being killed");
+            ctx.events.pod(
+                pod,
+                Some(&container.name),
+                Type::Warning,
+                "FailedPostStartHook",
+                "PostStartHook failed".into(),
+            );
+            return Ok(true);
+        }
+    };
+    if let Err(error) = result {
+        tracing::warn!(pod = %runtime::pod_key(pod), container = %container.name, %error, "postStart hook failed");
+        // Like the kubelet, the event does not carry the message (it may hold secrets).
+        ctx.events.pod(
+            pod,
+            Some(&container.name),
+            Type::Warning,
+            "FailedPostStartHook",
+            "PostStartHook failed".into(),
+        );
+        let kill = Kill {
+            id: &id,
+            name: &container.name,
+            message: Some("FailedPostStartHook"),
+            grace: crate::pod_workers::grace_period(pod),
+            pod_ip: None,
+        };
+        kill_container(ctx, pod, kill).await?;
+        // Shown as the waiting reason until the container is started again.
+        state.reasons.insert(
+            container.name.clone(),
+            Reason {
+                reason: "PostStartHookError".into(),
+                message: error.to_string(),
+            },
+        );
+        *wake = earliest(*wake, retry_at);
+    }
+    Ok(true)
+}
+
+/// Step 4 of `startContainer`: the `postStart` hook, if any, before the
+/// container counts as started (the worker reports nothing until it returns).
+async fn post_start(
+    ctx: &Context,
+    pod: &Pod,
+    container: &Container,
+    id: &str,
+    sandbox_id: &str,
+) -> Result<(), lifecycle::Error> {
+    let Some(hook) = container
+        .lifecycle
+        .as_ref()
+        .and_then(|l| l.post_start.as_ref())
+    else {
+        return Ok(());
+    };
+    let pod_ip = if hook.http_get.as_ref().is_some_and(|h| h.host.is_none()) {
+        ctx.runtime.sandbox_ip(pod, sandbox_id).await.ok().flatten()
+    } else {
+        None
+    };
+    let target = lifecycle::Target {
+        pod,
+        container,
+        container_id: id,
+        pod_ip: pod_ip.as_deref(),
+    };
+    lifecycle::run(&ctx.runtime, target, hook, None).await
+}
