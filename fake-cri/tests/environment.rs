@@ -196,3 +196,36 @@ async fn unsupported_forms_are_create_errors_naming_the_problem() {
     let (exit, _) = run(&mut env, &sandbox, config).await;
     assert_eq!(exit, 2);
 }
+
+/// The sandbox's DNS config is the container's `/etc/resolv.conf`, as containerd
+/// writes it; a sandbox without one gives the container none (the host's file is
+/// never read).
+#[tokio::test]
+async fn resolv_conf_comes_from_the_sandbox_dns_config() {
+    let mut env = Env::start().await;
+    let mut config = env.sandbox_config("dns");
+    config.dns_config = Some(v1::DnsConfig {
+        servers: vec!["10.96.0.10".into()],
+        searches: vec!["ns.svc.cluster.local".into(), "cluster.local".into()],
+        options: vec!["ndots:5".into()],
+    });
+    let sandbox = env.run_sandbox(config).await.unwrap();
+    let id = env
+        .run_with(&sandbox, script_config("c", "sleep 600"))
+        .await;
+    let response = env
+        .exec(&id, &["cat", "/etc/resolv.conf"], 5)
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(response.stdout).unwrap(),
+        "search ns.svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n"
+    );
+    let plain = env.sandbox("plain").await;
+    let id = env.run_with(&plain, script_config("c", "sleep 600")).await;
+    let response = env
+        .exec(&id, &["cat", "/etc/resolv.conf"], 5)
+        .await
+        .unwrap();
+    assert_eq!(response.exit_code, 1, "no DNS config, no file");
+}

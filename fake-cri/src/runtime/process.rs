@@ -38,13 +38,35 @@ pub(super) fn context(config: &v1::ContainerConfig, sandbox: &Sandbox, image: &I
         .iter()
         .map(|m| Mount::new(&m.container_path, &m.host_path, m.readonly))
         .collect();
+    let files = FileSystem::new(mounts, security.is_some_and(|s| s.readonly_rootfs));
+    if let Some(dns) = &sandbox.config.dns_config {
+        files.provide("/etc/resolv.conf", resolv_conf(dns).into_bytes());
+    }
     Context {
-        files: FileSystem::new(mounts, security.is_some_and(|s| s.readonly_rootfs)),
+        files,
         env: Env::container(envs, &hostname, uid),
         hostname,
         uid,
         gid,
     }
+}
+
+/// `/etc/resolv.conf` from the sandbox's DNS config, as containerd writes it
+/// (`parseDNSOptions`): `search`, then one `nameserver` line each, then `options`.
+/// Without a DNS config containerd copies the host's file, which fake-cri does
+/// not read: the container then has none.
+fn resolv_conf(dns: &v1::DnsConfig) -> String {
+    let mut out = String::new();
+    if !dns.searches.is_empty() {
+        out.push_str(&format!("search {}\n", dns.searches.join(" ")));
+    }
+    for server in &dns.servers {
+        out.push_str(&format!("nameserver {server}\n"));
+    }
+    if !dns.options.is_empty() {
+        out.push_str(&format!("options {}\n", dns.options.join(" ")));
+    }
+    out
 }
 
 /// The uid of the image's `USER` (from the image catalogue), the default when
@@ -53,4 +75,23 @@ pub(super) fn context(config: &v1::ContainerConfig, sandbox: &Sandbox, image: &I
 /// as root (0).
 fn image_user(image: &Image) -> Option<i64> {
     image.cri_user().0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolv_conf_is_written_as_containerd_writes_it() {
+        let dns = v1::DnsConfig {
+            servers: vec!["8.8.8.8".into(), "1.1.1.1".into()],
+            searches: vec!["ns.svc.cluster.local".into(), "svc.cluster.local".into()],
+            options: vec!["ndots:5".into()],
+        };
+        assert_eq!(
+            resolv_conf(&dns),
+            "search ns.svc.cluster.local svc.cluster.local\nnameserver 8.8.8.8\nnameserver 1.1.1.1\noptions ndots:5\n"
+        );
+        assert_eq!(resolv_conf(&v1::DnsConfig::default()), "");
+    }
 }

@@ -120,6 +120,12 @@ impl FileSystem {
         }
     }
 
+    /// Places a file the runtime provides (containerd bind-mounts the sandbox's
+    /// `/etc/resolv.conf` into every container), whatever `readonly_root` says.
+    pub fn provide(&self, path: &str, content: Vec<u8>) {
+        self.memory_files().insert(path.to_owned(), content);
+    }
+
     /// Refuses a write to an in-memory path of a read-only root.
     fn writable_memory(&self, path: &str) -> Result<(), FsError> {
         if self.readonly_root && !path.starts_with("/dev/") {
