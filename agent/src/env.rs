@@ -7,7 +7,8 @@
 //!
 //! A missing ConfigMap, Secret or key that is not `optional` fails the
 //! container start with the kubelet's message (`CreateContainerConfigError`).
-//! `resourceFieldRef` is not supported: such a variable is left out.
+//! A `resourceFieldRef` reads the container's limits and requests, those it
+//! does not limit defaulting to the node's allocatable ([`resource`]).
 //! [`Sources`] reads the ConfigMaps and Secrets (the volume manager reads its
 //! ConfigMap and Secret volumes through it too).
 
@@ -16,6 +17,8 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, Secret};
 use kube::Api;
 
+use crate::resource;
+
 /// The values the downward API reads from outside the pod object.
 #[derive(Debug, Clone, Copy)]
 pub struct Downward<'a> {
@@ -23,6 +26,9 @@ pub struct Downward<'a> {
     pub host_ip: Option<&'a str>,
     /// The pod's IP (`status.podIP`), once its sandbox has one.
     pub pod_ip: Option<&'a str>,
+    /// The node's `status.allocatable` (the default of a container's unset
+    /// limits), once the Node is registered.
+    pub allocatable: Option<&'a resource::List>,
 }
 
 /// Builds `container`'s environment, in order; `Err` is the message of a
@@ -102,8 +108,13 @@ pub async fn resolve(
                         None if optional => continue,
                         None => return Err(format!("secret {:?} not found", key.name)),
                     }
+                } else if let Some(selector) = &from.resource_field_ref {
+                    // `defaultPodLimitsForDownwardAPI` reads the Node first.
+                    let allocatable = downward
+                        .allocatable
+                        .ok_or("failed to find node object, expected a node")?;
+                    resource::runtime_value(selector, pod, container, allocatable)?
                 } else {
-                    // resourceFieldRef: not supported (see the module doc).
                     continue;
                 }
             }
@@ -284,6 +295,7 @@ mod tests {
         let downward = Downward {
             host_ip: Some("10.0.0.1"),
             pod_ip: Some("10.88.0.2"),
+            allocatable: None,
         };
         let field = |path: &str| field_value(&pod, path, downward);
         assert_eq!(field("metadata.name").as_deref(), Some("p"));

@@ -25,6 +25,7 @@ use kube::api::PostParams;
 use nodeconform_cri::v1 as cri;
 
 use crate::env::{self, Downward};
+use crate::resource;
 
 /// A volume that could not be set up: the `FailedMount` event's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -318,9 +319,21 @@ fn downward_files(
 ) -> Result<Files, String> {
     let mut files = Files::new();
     for item in items {
+        if let Some(selector) = &item.resource_field_ref {
+            // `ExtractResourceValueByContainerNameAndNodeAllocatable` (the API
+            // server requires `containerName` here).
+            let allocatable = downward
+                .allocatable
+                .ok_or("failed to find node object, expected a node")?;
+            let first = pod.spec.as_ref().and_then(|s| s.containers.first());
+            let fallback = first.cloned().unwrap_or_default();
+            let value = resource::runtime_value(selector, pod, &fallback, allocatable)?;
+            files.insert(relative(&item.path)?, value.into_bytes());
+            continue;
+        }
         let Some(field) = &item.field_ref else {
             return Err(format!(
-                "downward API volume file {:?}: only fieldRef is supported by nodeconform-agent",
+                "downward API volume file {:?}: neither fieldRef nor resourceFieldRef",
                 item.path
             ));
         };
