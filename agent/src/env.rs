@@ -209,17 +209,15 @@ pub fn field_value(pod: &Pod, path: &str, downward: Downward<'_>) -> Option<Stri
             .and_then(|rest| rest.strip_prefix("['"))
             .and_then(|rest| rest.strip_suffix("']"))
     };
+    // A key the pod does not have (or a pod without labels or annotations) is "".
+    let entry = |map: &Option<BTreeMap<String, String>>, key: &str| {
+        map.as_ref().and_then(|m| m.get(key)).cloned().unwrap_or_default()
+    };
     if let Some(key) = map_key("metadata.labels") {
-        return Some(meta.labels.as_ref()?.get(key).cloned().unwrap_or_default());
+        return Some(entry(&meta.labels, key));
     }
     if let Some(key) = map_key("metadata.annotations") {
-        return Some(
-            meta.annotations
-                .as_ref()?
-                .get(key)
-                .cloned()
-                .unwrap_or_default(),
-        );
+        return Some(entry(&meta.annotations, key));
     }
     let value = match path {
         "metadata.name" => meta.name.clone(),
@@ -300,6 +298,8 @@ mod tests {
         let field = |path: &str| field_value(&pod, path, downward);
         assert_eq!(field("metadata.name").as_deref(), Some("p"));
         assert_eq!(field("metadata.labels['app']").as_deref(), Some("web"));
+        assert_eq!(field("metadata.labels['nope']").as_deref(), Some(""));
+        assert_eq!(field("metadata.annotations['nope']").as_deref(), Some(""));
         assert_eq!(field("status.podIP").as_deref(), Some("10.88.0.2"));
         assert_eq!(field("status.hostIP").as_deref(), Some("10.0.0.1"));
         assert_eq!(field("spec.nope"), None);
