@@ -211,7 +211,10 @@ pub fn field_value(pod: &Pod, path: &str, downward: Downward<'_>) -> Option<Stri
     };
     // A key the pod does not have (or a pod without labels or annotations) is "".
     let entry = |map: &Option<BTreeMap<String, String>>, key: &str| {
-        map.as_ref().and_then(|m| m.get(key)).cloned().unwrap_or_default()
+        map.as_ref()
+            .and_then(|m| m.get(key))
+            .cloned()
+            .unwrap_or_default()
     };
     if let Some(key) = map_key("metadata.labels") {
         return Some(entry(&meta.labels, key));

@@ -29,7 +29,7 @@ pub fn default_limits(container: &Container, allocatable: &List) -> Container {
     let resources = out.resources.get_or_insert_with(Default::default);
     let limits = resources.limits.get_or_insert_with(Default::default);
     for name in DEFAULTED {
-        let unset = limits.get(name).is_none_or(|q| is_zero(q));
+        let unset = limits.get(name).is_none_or(is_zero);
         if unset && let Some(cap) = allocatable.get(name) {
             limits.insert(name.to_owned(), cap.clone());
         }
@@ -81,9 +81,15 @@ pub fn container_value(
         _ => Amount::ONE,
     };
     let (list, name) = if let Some(name) = selector.resource.strip_prefix("limits.") {
-        (container.resources.as_ref().and_then(|r| r.limits.as_ref()), name)
+        (
+            container.resources.as_ref().and_then(|r| r.limits.as_ref()),
+            name,
+        )
     } else if let Some(name) = selector.resource.strip_prefix("requests.") {
-        let requests = container.resources.as_ref().and_then(|r| r.requests.as_ref());
+        let requests = container
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref());
         (requests, name)
     } else {
         return Err(unsupported());
@@ -174,7 +180,9 @@ fn parse(q: &Quantity) -> Result<Amount, String> {
     match suffix {
         "" => {}
         "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" => {
-            let index = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"].iter().position(|s| *s == suffix);
+            let index = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+                .iter()
+                .position(|s| *s == suffix);
             power2 = 10 * (index.unwrap_or(0) as u32 + 1);
         }
         "n" => power10 -= 9,
@@ -306,7 +314,10 @@ mod tests {
         let mut zero = dapi_container();
         let resources = zero.resources.as_mut().unwrap();
         resources.limits = Some(list(&[("cpu", "0"), ("memory", "64Mi")]));
-        let limits = default_limits(&zero, &allocatable).resources.unwrap().limits;
+        let limits = default_limits(&zero, &allocatable)
+            .resources
+            .unwrap()
+            .limits;
         assert_eq!(limits.unwrap(), list(&[("cpu", "2"), ("memory", "64Mi")]));
     }
 
@@ -331,7 +342,10 @@ mod tests {
         assert_eq!(runtime_value(&s, &pod, me, &allocatable).unwrap(), "2");
         s.container_name = Some("init".into());
         s.resource = "limits.memory".into();
-        assert_eq!(runtime_value(&s, &pod, me, &allocatable).unwrap(), "1073741824");
+        assert_eq!(
+            runtime_value(&s, &pod, me, &allocatable).unwrap(),
+            "1073741824"
+        );
         s.container_name = Some("nope".into());
         let err = runtime_value(&s, &pod, me, &allocatable).unwrap_err();
         assert_eq!(err, "container nope not found");

@@ -477,6 +477,58 @@ mod tests {
         assert_eq!(select(data, Some(&missing), true, "m"), Ok(Files::new()));
     }
 
+    #[test]
+    fn downward_files_read_resources_of_the_named_container() {
+        use k8s_openapi::api::core::v1::{PodSpec, ResourceFieldSelector, ResourceRequirements};
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+        let q = |s: &str| Quantity(s.to_owned());
+        let pod = Pod {
+            spec: Some(PodSpec {
+                containers: vec![Container {
+                    name: "client-container".into(),
+                    resources: Some(ResourceRequirements {
+                        limits: Some([("memory".to_owned(), q("64Mi"))].into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let item = |path: &str, resource: &str, divisor: Option<&str>| DownwardAPIVolumeFile {
+            path: path.into(),
+            resource_field_ref: Some(ResourceFieldSelector {
+                container_name: Some("client-container".into()),
+                resource: resource.into(),
+                divisor: divisor.map(q),
+            }),
+            ..Default::default()
+        };
+        let items = [
+            item("memory_limit", "limits.memory", Some("1Mi")),
+            item("cpu_limit", "limits.cpu", Some("1m")),
+        ];
+        let allocatable = [("cpu".to_owned(), q("2"))].into();
+        let downward = Downward {
+            host_ip: None,
+            pod_ip: None,
+            allocatable: Some(&allocatable),
+        };
+        let files = downward_files(&pod, &items, downward).unwrap();
+        let expected = Files::from([
+            (PathBuf::from("memory_limit"), b"64".to_vec()),
+            (PathBuf::from("cpu_limit"), b"2000".to_vec()),
+        ]);
+        assert_eq!(files, expected, "the cpu limit defaults to allocatable");
+        let unknown = Downward {
+            allocatable: None,
+            ..downward
+        };
+        let err = downward_files(&pod, &items, unknown).unwrap_err();
+        assert_eq!(err, "failed to find node object, expected a node");
+    }
+
     #[tokio::test]
     async fn mounts_follow_volume_mounts() {
         let dir = tempfile::tempdir().unwrap();
