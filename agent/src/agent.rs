@@ -288,6 +288,7 @@ impl AgentBuilder {
             runtime_name: Arc::new(OnceCell::new()),
             events,
             client: self.client.clone(),
+            node: node_rx.clone(),
         };
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let workers = PodWorkers::new(ctx, snapshot_rx.clone(), done_tx, shutdown.clone());

@@ -7,7 +7,8 @@
 //!
 //! A missing ConfigMap, Secret or key that is not `optional` fails the
 //! container start with the kubelet's message (`CreateContainerConfigError`).
-//! `resourceFieldRef` is not supported: such a variable is left out.
+//! A `resourceFieldRef` reads the container's limits and requests, those it
+//! does not limit defaulting to the node's allocatable ([`resource`]).
 //! [`Sources`] reads the ConfigMaps and Secrets (the volume manager reads its
 //! ConfigMap and Secret volumes through it too).
 
@@ -16,6 +17,8 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, Secret};
 use kube::Api;
 
+use crate::resource;
+
 /// The values the downward API reads from outside the pod object.
 #[derive(Debug, Clone, Copy)]
 pub struct Downward<'a> {
@@ -23,6 +26,9 @@ pub struct Downward<'a> {
     pub host_ip: Option<&'a str>,
     /// The pod's IP (`status.podIP`), once its sandbox has one.
     pub pod_ip: Option<&'a str>,
+    /// The node's `status.allocatable` (the default of a container's unset
+    /// limits), once the Node is registered.
+    pub allocatable: Option<&'a resource::List>,
 }
 
 /// Builds `container`'s environment, in order; `Err` is the message of a
@@ -102,8 +108,13 @@ pub async fn resolve(
                         None if optional => continue,
                         None => return Err(format!("secret {:?} not found", key.name)),
                     }
+                } else if let Some(selector) = &from.resource_field_ref {
+                    // `defaultPodLimitsForDownwardAPI` reads the Node first.
+                    let allocatable = downward
+                        .allocatable
+                        .ok_or("failed to find node object, expected a node")?;
+                    resource::runtime_value(selector, pod, container, allocatable)?
                 } else {
-                    // resourceFieldRef: not supported (see the module doc).
                     continue;
                 }
             }
@@ -198,17 +209,18 @@ pub fn field_value(pod: &Pod, path: &str, downward: Downward<'_>) -> Option<Stri
             .and_then(|rest| rest.strip_prefix("['"))
             .and_then(|rest| rest.strip_suffix("']"))
     };
+    // A key the pod does not have (or a pod without labels or annotations) is "".
+    let entry = |map: &Option<BTreeMap<String, String>>, key: &str| {
+        map.as_ref()
+            .and_then(|m| m.get(key))
+            .cloned()
+            .unwrap_or_default()
+    };
     if let Some(key) = map_key("metadata.labels") {
-        return Some(meta.labels.as_ref()?.get(key).cloned().unwrap_or_default());
+        return Some(entry(&meta.labels, key));
     }
     if let Some(key) = map_key("metadata.annotations") {
-        return Some(
-            meta.annotations
-                .as_ref()?
-                .get(key)
-                .cloned()
-                .unwrap_or_default(),
-        );
+        return Some(entry(&meta.annotations, key));
     }
     let value = match path {
         "metadata.name" => meta.name.clone(),
@@ -284,10 +296,13 @@ mod tests {
         let downward = Downward {
             host_ip: Some("10.0.0.1"),
             pod_ip: Some("10.88.0.2"),
+            allocatable: None,
         };
         let field = |path: &str| field_value(&pod, path, downward);
         assert_eq!(field("metadata.name").as_deref(), Some("p"));
         assert_eq!(field("metadata.labels['app']").as_deref(), Some("web"));
+        assert_eq!(field("metadata.labels['nope']").as_deref(), Some(""));
+        assert_eq!(field("metadata.annotations['nope']").as_deref(), Some(""));
         assert_eq!(field("status.podIP").as_deref(), Some("10.88.0.2"));
         assert_eq!(field("status.hostIP").as_deref(), Some("10.0.0.1"));
         assert_eq!(field("spec.nope"), None);

@@ -18,7 +18,8 @@
 //!   longer has, and the directories of pods gone from everywhere;
 //!   [`node_status`] (runtime and PLEG health) and [`node_lease`] keep the
 //!   Node and its Lease fresh; [`server`] serves `/healthz` and [`metrics`] on 127.0.0.1;
-//!   [`prober`] runs startup, liveness and readiness probes; [`lifecycle`] runs
+//!   [`prober`] runs startup, liveness and readiness probes; [`env`] builds a
+//!   container's environment (with [`resource`] for its limits and requests); [`lifecycle`] runs
 //!   `postStart`/`preStop` hooks; [`active_deadline`] fails pods past their
 //!   `activeDeadlineSeconds`; [`events`]
 //!   records the events `kubectl describe` shows;
@@ -62,6 +63,7 @@ pub mod pod_logs;
 pub mod pod_status;
 pub mod pod_workers;
 pub mod prober;
+pub mod resource;
 pub mod runtime;
 pub mod server;
 pub mod status_manager;

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
 use tokio::sync::{OnceCell, watch};
 use tokio::time::Instant;
 
@@ -62,6 +62,19 @@ pub struct Context {
     pub events: events::Recorder,
     /// The API client (ConfigMaps and Secrets for container environments).
     pub client: kube::Client,
+    /// The Node as last written: its allocatable is the downward API's default
+    /// for limits a container does not set.
+    pub node: watch::Receiver<Option<Node>>,
+}
+
+impl Context {
+    /// The Node's `status.allocatable` as last written (`getNodeAnyWay`);
+    /// `None` before the Node is registered.
+    pub fn allocatable(&self) -> Option<crate::resource::List> {
+        let node = self.node.borrow();
+        let status = node.as_ref()?.status.as_ref()?;
+        Some(status.allocatable.clone().unwrap_or_default())
+    }
 }
 
 impl std::fmt::Debug for Context {
@@ -363,9 +376,11 @@ async fn ensure_volumes(ctx: &Context, state: &mut PodState, pod: &Pod) -> Resul
         }
         _ => {}
     }
+    let allocatable = ctx.allocatable();
     let downward = env::Downward {
         host_ip: ctx.host_ip.as_deref(),
         pod_ip: None,
+        allocatable: allocatable.as_ref(),
     };
     let pod_dir = ctx.runtime.pod_dir(pod);
     match volume_manager::set_up(&ctx.client, pod, &pod_dir, downward).await {

@@ -25,6 +25,7 @@ use kube::api::PostParams;
 use nodeconform_cri::v1 as cri;
 
 use crate::env::{self, Downward};
+use crate::resource;
 
 /// A volume that could not be set up: the `FailedMount` event's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -318,9 +319,21 @@ fn downward_files(
 ) -> Result<Files, String> {
     let mut files = Files::new();
     for item in items {
+        if let Some(selector) = &item.resource_field_ref {
+            // `ExtractResourceValueByContainerNameAndNodeAllocatable` (the API
+            // server requires `containerName` here).
+            let allocatable = downward
+                .allocatable
+                .ok_or("failed to find node object, expected a node")?;
+            let first = pod.spec.as_ref().and_then(|s| s.containers.first());
+            let fallback = first.cloned().unwrap_or_default();
+            let value = resource::runtime_value(selector, pod, &fallback, allocatable)?;
+            files.insert(relative(&item.path)?, value.into_bytes());
+            continue;
+        }
         let Some(field) = &item.field_ref else {
             return Err(format!(
-                "downward API volume file {:?}: only fieldRef is supported by nodeconform-agent",
+                "downward API volume file {:?}: neither fieldRef nor resourceFieldRef",
                 item.path
             ));
         };
@@ -462,6 +475,58 @@ mod tests {
             Err("configmap references non-existent config key: b".into())
         );
         assert_eq!(select(data, Some(&missing), true, "m"), Ok(Files::new()));
+    }
+
+    #[test]
+    fn downward_files_read_resources_of_the_named_container() {
+        use k8s_openapi::api::core::v1::{PodSpec, ResourceFieldSelector, ResourceRequirements};
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+        let q = |s: &str| Quantity(s.to_owned());
+        let pod = Pod {
+            spec: Some(PodSpec {
+                containers: vec![Container {
+                    name: "client-container".into(),
+                    resources: Some(ResourceRequirements {
+                        limits: Some([("memory".to_owned(), q("64Mi"))].into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let item = |path: &str, resource: &str, divisor: Option<&str>| DownwardAPIVolumeFile {
+            path: path.into(),
+            resource_field_ref: Some(ResourceFieldSelector {
+                container_name: Some("client-container".into()),
+                resource: resource.into(),
+                divisor: divisor.map(q),
+            }),
+            ..Default::default()
+        };
+        let items = [
+            item("memory_limit", "limits.memory", Some("1Mi")),
+            item("cpu_limit", "limits.cpu", Some("1m")),
+        ];
+        let allocatable = [("cpu".to_owned(), q("2"))].into();
+        let downward = Downward {
+            host_ip: None,
+            pod_ip: None,
+            allocatable: Some(&allocatable),
+        };
+        let files = downward_files(&pod, &items, downward).unwrap();
+        let expected = Files::from([
+            (PathBuf::from("memory_limit"), b"64".to_vec()),
+            (PathBuf::from("cpu_limit"), b"2000".to_vec()),
+        ]);
+        assert_eq!(files, expected, "the cpu limit defaults to allocatable");
+        let unknown = Downward {
+            allocatable: None,
+            ..downward
+        };
+        let err = downward_files(&pod, &items, unknown).unwrap_err();
+        assert_eq!(err, "failed to find node object, expected a node");
     }
 
     #[tokio::test]

@@ -37,9 +37,11 @@ async fn container_env(
     } else {
         None
     };
+    let allocatable = ctx.allocatable();
     let downward = env::Downward {
         host_ip: ctx.host_ip.as_deref(),
         pod_ip: pod_ip.as_deref(),
+        allocatable: allocatable.as_ref(),
     };
     env::resolve(&ctx.client, pod, container, downward).await
 }
