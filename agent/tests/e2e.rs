@@ -9,13 +9,15 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ContainerStatus, Node, Pod, PodCondition};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::watcher::{self, Event};
-use nodeconform_agent::{Agent, AgentHandle, Timings};
+use nodeconform_agent::AgentHandle;
 use nodeconform_apiserver::ApiServer;
 use nodeconform_fake_cri::{FakeCri, KillTarget};
 use serde_json::json;
 
-const NODE: &str = "node-1";
-const NS: &str = "default";
+mod common;
+
+use common::{NODE, NS};
+
 const WAIT: Duration = Duration::from_secs(15);
 
 /// When a watch from `Env::watch_from_start` stops: a predicate on an observed state, or `None` for "gone".
@@ -30,23 +32,8 @@ struct Env {
 
 impl Env {
     async fn start() -> Env {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(
-                tracing_subscriber::EnvFilter::try_from_env("AGENT_TEST_LOG")
-                    .unwrap_or_else(|_| "off".into()),
-            )
-            .with_test_writer()
-            .try_init();
         let dir = tempfile::tempdir().expect("temp dir");
-        let api = ApiServer::builder()
-            .start()
-            .await
-            .expect("api server starts");
-        let cri = FakeCri::builder()
-            .socket(dir.path().join("cri.sock"))
-            .start()
-            .await
-            .expect("fake-cri starts");
+        let (api, cri) = common::start_parts(&dir).await;
         let mut env = Env {
             api,
             cri,
@@ -58,17 +45,7 @@ impl Env {
     }
 
     async fn start_agent(&mut self) {
-        let agent = Agent::builder(self.api.client(), NODE, self.cri.endpoint())
-            .root_dir(self.dir.path().join("agent"))
-            .timings(Timings::fast())
-            .server_addr("127.0.0.1:0".parse().expect("addr"))
-            .spawn()
-            .await
-            .expect("agent starts");
-        tokio::time::timeout(WAIT, agent.ready())
-            .await
-            .expect("agent ready in time");
-        self.agent = Some(agent);
+        self.agent = Some(common::start_agent(&self.api, &self.cri, &self.dir, WAIT).await);
     }
 
     async fn stop_agent(&mut self) {
@@ -82,19 +59,7 @@ impl Env {
     }
 
     async fn create(&self, name: &str, spec: serde_json::Value) -> Pod {
-        let mut spec = spec;
-        spec["nodeName"] = json!(NODE);
-        let pod: Pod = serde_json::from_value(json!({
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": { "name": name, "namespace": NS },
-            "spec": spec,
-        }))
-        .expect("valid pod");
-        self.pods()
-            .create(&PostParams::default(), &pod)
-            .await
-            .expect("pod created")
+        common::create_pod(&self.api, name, spec).await
     }
 
     /// Watches the pod until `done` holds for an observed state; returns every state seen.

@@ -6,15 +6,17 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ContainerStatus, Event as CoreEvent, Pod};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::watcher::{self, Event};
-use nodeconform_agent::{Agent, AgentHandle, Timings};
+use nodeconform_agent::AgentHandle;
 use nodeconform_apiserver::ApiServer;
 use nodeconform_fake_cri::FakeCri;
 use serde_json::json;
 
-const NODE: &str = "node-1";
-const NS: &str = "default";
+mod common;
+
+use common::NS;
+
 const WAIT: Duration = Duration::from_secs(20);
 
 struct Env {
@@ -26,32 +28,9 @@ struct Env {
 
 impl Env {
     async fn start() -> Env {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(
-                tracing_subscriber::EnvFilter::try_from_env("AGENT_TEST_LOG")
-                    .unwrap_or_else(|_| "off".into()),
-            )
-            .with_test_writer()
-            .try_init();
         let dir = tempfile::tempdir().expect("temp dir");
-        let api = ApiServer::builder()
-            .start()
-            .await
-            .expect("api server starts");
-        let cri = FakeCri::builder()
-            .socket(dir.path().join("cri.sock"))
-            .start()
-            .await
-            .expect("fake-cri starts");
-        let agent = Agent::builder(api.client(), NODE, cri.endpoint())
-            .root_dir(dir.path().join("agent"))
-            .timings(Timings::fast())
-            .spawn()
-            .await
-            .expect("agent starts");
-        tokio::time::timeout(WAIT, agent.ready())
-            .await
-            .expect("agent ready in time");
+        let (api, cri) = common::start_parts(&dir).await;
+        let agent = common::start_agent(&api, &cri, &dir, WAIT).await;
         Env {
             api,
             cri,
@@ -64,19 +43,8 @@ impl Env {
         Api::namespaced(self.api.client(), NS)
     }
 
-    async fn create(&self, name: &str, mut spec: serde_json::Value) {
-        spec["nodeName"] = json!(NODE);
-        let pod: Pod = serde_json::from_value(json!({
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": { "name": name, "namespace": NS },
-            "spec": spec,
-        }))
-        .expect("valid pod");
-        self.pods()
-            .create(&PostParams::default(), &pod)
-            .await
-            .expect("pod created");
+    async fn create(&self, name: &str, spec: serde_json::Value) {
+        common::create_pod(&self.api, name, spec).await;
     }
 
     /// Watches `name` from now on; the task ends when `done` holds for an observed

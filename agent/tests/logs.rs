@@ -9,16 +9,18 @@ use std::time::Duration;
 
 use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, LogParams, PostParams};
-use nodeconform_agent::{Agent, AgentHandle, Timings};
+use kube::api::{Api, LogParams};
+use nodeconform_agent::AgentHandle;
 use nodeconform_apiserver::ApiServer;
 use nodeconform_fake_cri::FakeCri;
 use serde_json::json;
 use tokio::io::AsyncBufReadExt as _;
 use tokio::process::Command;
 
-const NODE: &str = "node-1";
-const NS: &str = "default";
+mod common;
+
+use common::NS;
+
 const WAIT: Duration = Duration::from_secs(20);
 
 struct Env {
@@ -31,24 +33,8 @@ struct Env {
 impl Env {
     async fn start() -> Env {
         let dir = tempfile::tempdir().expect("temp dir");
-        let api = ApiServer::builder()
-            .start()
-            .await
-            .expect("api server starts");
-        let cri = FakeCri::builder()
-            .socket(dir.path().join("cri.sock"))
-            .start()
-            .await
-            .expect("fake-cri starts");
-        let agent = Agent::builder(api.client(), NODE, cri.endpoint())
-            .root_dir(dir.path().join("agent"))
-            .timings(Timings::fast())
-            .spawn()
-            .await
-            .expect("agent starts");
-        tokio::time::timeout(WAIT, agent.ready())
-            .await
-            .expect("agent ready in time");
+        let (api, cri) = common::start_parts(&dir).await;
+        let agent = common::start_agent(&api, &cri, &dir, WAIT).await;
         Env {
             api,
             _cri: cri,
@@ -61,17 +47,8 @@ impl Env {
         Api::namespaced(self.api.client(), NS)
     }
 
-    async fn create(&self, name: &str, mut spec: serde_json::Value) {
-        spec["nodeName"] = json!(NODE);
-        let pod: Pod = serde_json::from_value(json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS}, "spec": spec,
-        }))
-        .expect("valid pod");
-        self.pods()
-            .create(&PostParams::default(), &pod)
-            .await
-            .expect("pod created");
+    async fn create(&self, name: &str, spec: serde_json::Value) {
+        common::create_pod(&self.api, name, spec).await;
     }
 
     /// Polls the pod's log until `done` holds for it.
