@@ -103,10 +103,12 @@ pub fn resource_value(
             .map(|q| parse(&q.0))
             .transpose()
     };
+    // A zero divisor (the API's default, `0`) means 1.
     let divisor = match &field.divisor {
-        Some(q) if !q.0.is_empty() => parse(&q.0)?,
-        _ => Ratio::ONE,
-    };
+        Some(q) if !q.0.is_empty() => Some(parse(&q.0)?).filter(|d| d.num != 0),
+        _ => None,
+    }
+    .unwrap_or(Ratio::ONE);
     let (which, key) = field
         .resource
         .split_once('.')
@@ -122,9 +124,6 @@ pub fn resource_value(
             ));
         }
     };
-    if divisor.num == 0 {
-        return Err("divisor is zero".into());
-    }
     // CPU compares milli-values (`convertResourceCPUToString`), memory whole values.
     let (v, d) = if key == "cpu" {
         (value.ceil_scaled(1000), divisor.ceil_scaled(1000))
@@ -273,6 +272,7 @@ mod tests {
             &[("cpu", "250m"), ("memory", "32Mi")],
         );
         assert_eq!(value(&p, "limits.cpu", None).unwrap(), "2");
+        assert_eq!(value(&p, "limits.cpu", Some("0")).unwrap(), "2");
         assert_eq!(value(&p, "requests.cpu", Some("1m")).unwrap(), "250");
         assert_eq!(value(&p, "limits.memory", None).unwrap(), "67108864");
         assert_eq!(value(&p, "requests.memory", Some("1Mi")).unwrap(), "32");
