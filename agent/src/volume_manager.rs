@@ -18,7 +18,7 @@
 mod atomic_writer;
 pub mod downward;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 
 use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
@@ -43,6 +43,19 @@ pub struct MountError {
 #[derive(Debug, Clone, Default)]
 pub struct Volumes {
     host_paths: HashMap<String, HostPath>,
+    /// The pod's labels and annotations the downward-API files were written from, when
+    /// it has such volumes.
+    downward_metadata: Option<Metadata>,
+}
+
+/// A pod's labels and annotations.
+type Metadata = (BTreeMap<String, String>, BTreeMap<String, String>);
+
+fn metadata(pod: &Pod) -> Metadata {
+    (
+        pod.metadata.labels.clone().unwrap_or_default(),
+        pod.metadata.annotations.clone().unwrap_or_default(),
+    )
 }
 
 /// Where a volume is on the host.
@@ -88,6 +101,13 @@ pub async fn set_up(
     downward: Downward<'_>,
 ) -> Result<Volumes, MountError> {
     let mut out = Volumes::default();
+    let has_downward = volumes(pod).iter().any(|v| {
+        v.downward_api.is_some()
+            || v.projected
+                .as_ref()
+                .is_some_and(|p| p.sources.iter().flatten().any(|s| s.downward_api.is_some()))
+    });
+    out.downward_metadata = has_downward.then(|| metadata(pod));
     let mut writes: Vec<(PathBuf, Option<Files>)> = Vec::new();
     let mut api = Sources::new(client, pod);
     for volume in volumes(pod) {
@@ -227,6 +247,15 @@ pub async fn tear_down(pod_dir: PathBuf) {
 }
 
 impl Volumes {
+    /// Whether the pod's labels or annotations changed since its downward-API files
+    /// were written: the kubelet rewrites those volumes when it syncs the updated pod
+    /// (their plugins require a remount), not a `syncFrequency` later.
+    pub fn downward_stale(&self, pod: &Pod) -> bool {
+        self.downward_metadata
+            .as_ref()
+            .is_some_and(|m| *m != metadata(pod))
+    }
+
     /// The CRI mounts for `container`'s `volumeMounts` (`makeMounts`), creating a
     /// missing `subPath` directory inside a volume the agent made; `Err` is the
     /// message of a `CreateContainerConfigError`.
@@ -415,7 +444,6 @@ impl Sources {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::VolumeMount;
-    use std::collections::BTreeMap;
 
     #[test]
     fn spec_paths_stay_inside_the_volume() {
@@ -480,6 +508,23 @@ mod tests {
         );
     }
 
+    #[test]
+    fn downward_files_are_stale_once_labels_or_annotations_change() {
+        let mut pod = Pod::default();
+        pod.metadata.labels = Some(BTreeMap::from([("a".into(), "1".into())]));
+        let volumes = Volumes {
+            host_paths: HashMap::new(),
+            downward_metadata: Some(metadata(&pod)),
+        };
+        assert!(!volumes.downward_stale(&pod));
+        pod.metadata.annotations = Some(BTreeMap::from([("b".into(), "2".into())]));
+        assert!(volumes.downward_stale(&pod));
+        assert!(
+            !Volumes::default().downward_stale(&pod),
+            "no downward volume"
+        );
+    }
+
     #[tokio::test]
     async fn mounts_follow_volume_mounts() {
         let dir = tempfile::tempdir().unwrap();
@@ -493,6 +538,7 @@ mod tests {
                 ("cfg".to_owned(), host("cfg", true)),
                 ("data".to_owned(), host("data", false)),
             ]),
+            downward_metadata: None,
         };
         let mount = |name: &str, path: &str| VolumeMount {
             name: name.into(),
