@@ -90,7 +90,8 @@ fn os_image() -> String {
         .unwrap_or_else(|| "Unknown".into())
 }
 
-fn memory_kib() -> u64 {
+/// The machine's memory in KiB (`MemTotal`), the node's memory capacity.
+pub fn memory_kib() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|s| {
@@ -140,8 +141,13 @@ pub fn labels(node_name: &str) -> BTreeMap<String, String> {
     ])
 }
 
+/// The CPUs the agent may use, the node's CPU capacity.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 fn capacity(config: &Config) -> BTreeMap<String, Quantity> {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = cpus();
     let root = if config.root_dir.exists() {
         config.root_dir.clone()
     } else {

@@ -361,13 +361,15 @@ async fn sync_running(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime
 }
 
 /// Sets the pod's volumes up before its first start, and rewrites those read from
-/// the API a `syncFrequency` after the last write; `Err` is when to try again while
+/// the API a `syncFrequency` after the last write (at once when the labels or
+/// annotations a downward-API volume shows changed); `Err` is when to try again while
 /// no set-up has succeeded (each failure is a `FailedMount` event).
 async fn ensure_volumes(ctx: &Context, state: &mut PodState, pod: &Pod) -> Result<(), Instant> {
     let now = Instant::now();
     match &state.volumes {
-        Some((_, at))
-            if now < *at + ctx.timings.sync_frequency || !volume_manager::has_api_volumes(pod) =>
+        Some((volumes, at))
+            if (now < *at + ctx.timings.sync_frequency && !volumes.downward_stale(pod))
+                || !volume_manager::has_api_volumes(pod) =>
         {
             return Ok(());
         }

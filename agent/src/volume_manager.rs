@@ -6,26 +6,28 @@
 //! directory; `configMap`, `secret`, `downwardAPI` and `projected` (those three plus
 //! `serviceAccountToken`, through the TokenRequest API) are files written from the API,
 //! rewritten when the pod is synced a `syncFrequency` after the last write (so updates
-//! reach running containers); `hostPath` is handed to the runtime as it is, and nothing
+//! reach running containers) by the kubelet's atomic writer (`atomic_writer`: a
+//! timestamped directory behind the `..data` link, each file a link through it, with
+//! `defaultMode`/item `mode`, 0644 by default); `hostPath` is handed to the runtime as it is, and nothing
 //! is created or read on the host for it. Other volume types (persistent volume claims,
 //! CSI, ephemeral, …) are not supported and fail like an unmountable volume: the pod
 //! waits in `ContainerCreating` with a `FailedMount` event (upstream's message,
 //! `MountVolume.SetUp failed for volume "v" : configmap "c" not found`) and is retried
 //! with back-off. Paths from the spec never leave the volume's directory.
 
+mod atomic_writer;
+pub mod downward;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 
 use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{
-    Container, DownwardAPIVolumeFile, KeyToPath, Pod, ServiceAccount, Volume,
-};
+use k8s_openapi::api::core::v1::{Container, KeyToPath, Pod, ServiceAccount, Volume};
 use kube::Api;
 use kube::api::PostParams;
 use nodeconform_cri::v1 as cri;
 
 use crate::env::{self, Downward};
-use crate::resource;
 
 /// A volume that could not be set up: the `FailedMount` event's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,6 +43,19 @@ pub struct MountError {
 #[derive(Debug, Clone, Default)]
 pub struct Volumes {
     host_paths: HashMap<String, HostPath>,
+    /// The pod's labels and annotations the downward-API files were written from, when
+    /// it has such volumes.
+    downward_metadata: Option<Metadata>,
+}
+
+/// A pod's labels and annotations.
+type Metadata = (BTreeMap<String, String>, BTreeMap<String, String>);
+
+fn metadata(pod: &Pod) -> Metadata {
+    (
+        pod.metadata.labels.clone().unwrap_or_default(),
+        pod.metadata.annotations.clone().unwrap_or_default(),
+    )
 }
 
 /// Where a volume is on the host.
@@ -53,8 +68,13 @@ struct HostPath {
     managed: bool,
 }
 
-/// The files one API-backed volume holds: relative path → content.
-type Files = BTreeMap<PathBuf, Vec<u8>>;
+use atomic_writer::{File, Payload as Files};
+
+/// A file's mode: the item's `mode`, else the volume's `defaultMode`, else 0644
+/// (`ConfigMapVolumeSourceDefaultMode` and its siblings, `420`).
+fn file_mode(item: Option<i32>, default_mode: Option<i32>) -> u32 {
+    (item.or(default_mode).unwrap_or(0o644) as u32) & 0o7777
+}
 
 /// Whether the pod has a volume whose content comes from the API (and so is refreshed).
 pub fn has_api_volumes(pod: &Pod) -> bool {
@@ -81,6 +101,13 @@ pub async fn set_up(
     downward: Downward<'_>,
 ) -> Result<Volumes, MountError> {
     let mut out = Volumes::default();
+    let has_downward = volumes(pod).iter().any(|v| {
+        v.downward_api.is_some()
+            || v.projected
+                .as_ref()
+                .is_some_and(|p| p.sources.iter().flatten().any(|s| s.downward_api.is_some()))
+    });
+    out.downward_metadata = has_downward.then(|| metadata(pod));
     let mut writes: Vec<(PathBuf, Option<Files>)> = Vec::new();
     let mut api = Sources::new(client, pod);
     for volume in volumes(pod) {
@@ -109,37 +136,50 @@ pub async fn set_up(
             (dir("empty-dir"), false, None)
         } else if let Some(cm) = &volume.config_map {
             let files = api
-                .config_map(&cm.name, cm.items.as_deref(), cm.optional)
+                .config_map(&cm.name, cm.items.as_deref(), cm.optional, cm.default_mode)
                 .await
                 .map_err(fail)?;
             (dir("configmap"), true, Some(files))
         } else if let Some(secret) = &volume.secret {
             let name = secret.secret_name.clone().unwrap_or_default();
             let files = api
-                .secret(&name, secret.items.as_deref(), secret.optional)
+                .secret(
+                    &name,
+                    secret.items.as_deref(),
+                    secret.optional,
+                    secret.default_mode,
+                )
                 .await
                 .map_err(fail)?;
             (dir("secret"), true, Some(files))
         } else if let Some(d) = &volume.downward_api {
-            let files = downward_files(pod, d.items.as_deref().unwrap_or_default(), downward)
-                .map_err(fail)?;
+            let items = d.items.as_deref().unwrap_or_default();
+            let files = downward::files(pod, items, downward, d.default_mode).map_err(fail)?;
             (dir("downward-api"), true, Some(files))
         } else if let Some(projected) = &volume.projected {
             let mut files = Files::new();
+            let mode = projected.default_mode;
             for source in projected.sources.iter().flatten() {
                 let more = if let Some(cm) = &source.config_map {
-                    api.config_map(&cm.name, cm.items.as_deref(), cm.optional)
+                    api.config_map(&cm.name, cm.items.as_deref(), cm.optional, mode)
                         .await
                 } else if let Some(s) = &source.secret {
-                    api.secret(&s.name, s.items.as_deref(), s.optional).await
+                    api.secret(&s.name, s.items.as_deref(), s.optional, mode)
+                        .await
                 } else if let Some(d) = &source.downward_api {
-                    downward_files(pod, d.items.as_deref().unwrap_or_default(), downward)
+                    downward::files(pod, d.items.as_deref().unwrap_or_default(), downward, mode)
                 } else if let Some(token) = &source.service_account_token {
                     match relative(&token.path) {
                         Ok(path) => api
                             .token(pod, token.audience.clone(), token.expiration_seconds)
                             .await
-                            .map(|t| Files::from([(path, t.into_bytes())])),
+                            .map(|t| {
+                                let file = File {
+                                    content: t.into_bytes(),
+                                    mode: file_mode(None, mode),
+                                };
+                                Files::from([(path, file)])
+                            }),
                         Err(e) => Err(e),
                     }
                 } else {
@@ -180,31 +220,15 @@ pub async fn set_up(
     Ok(out)
 }
 
-/// Creates each volume directory; an API-backed volume's files replace its old ones.
+/// Creates each volume directory; an API-backed volume's files are written by the
+/// atomic writer.
 fn write_all(writes: Vec<(PathBuf, Option<Files>)>) -> Result<(), (PathBuf, std::io::Error)> {
     for (dir, files) in writes {
         let at = |e| (dir.clone(), e);
-        let Some(files) = files else {
-            std::fs::create_dir_all(&dir).map_err(at)?;
-            continue;
-        };
-        // Written beside the volume and swapped in, so a reader sees old or new files.
-        let staged = dir.with_extension("new");
-        let _ = std::fs::remove_dir_all(&staged);
-        std::fs::create_dir_all(&staged).map_err(at)?;
-        for (path, content) in files {
-            let file = staged.join(path);
-            if let Some(parent) = file.parent() {
-                std::fs::create_dir_all(parent).map_err(at)?;
-            }
-            std::fs::write(&file, content).map_err(at)?;
+        match files {
+            None => std::fs::create_dir_all(&dir).map_err(at)?,
+            Some(files) => atomic_writer::write(&dir, &files).map_err(at)?,
         }
-        let old = dir.with_extension("old");
-        if dir.exists() {
-            std::fs::rename(&dir, &old).map_err(at)?;
-        }
-        std::fs::rename(&staged, &dir).map_err(at)?;
-        let _ = std::fs::remove_dir_all(&old);
     }
     Ok(())
 }
@@ -223,6 +247,15 @@ pub async fn tear_down(pod_dir: PathBuf) {
 }
 
 impl Volumes {
+    /// Whether the pod's labels or annotations changed since its downward-API files
+    /// were written: the kubelet rewrites those volumes when it syncs the updated pod
+    /// (their plugins require a remount), not a `syncFrequency` later.
+    pub fn downward_stale(&self, pod: &Pod) -> bool {
+        self.downward_metadata
+            .as_ref()
+            .is_some_and(|m| *m != metadata(pod))
+    }
+
     /// The CRI mounts for `container`'s `volumeMounts` (`makeMounts`), creating a
     /// missing `subPath` directory inside a volume the agent made; `Err` is the
     /// message of a `CreateContainerConfigError`.
@@ -289,19 +322,24 @@ fn select(
     data: env::Data,
     items: Option<&[KeyToPath]>,
     optional: bool,
+    default_mode: Option<i32>,
     missing_key: &str,
 ) -> Result<Files, String> {
+    let file = |content: &Vec<u8>, mode: Option<i32>| File {
+        content: content.clone(),
+        mode: file_mode(mode, default_mode),
+    };
     match items {
         None => data
-            .into_iter()
-            .map(|(k, v)| Ok((relative(&k)?, v)))
+            .iter()
+            .map(|(k, v)| Ok((relative(k)?, file(v, None))))
             .collect(),
         Some(items) => {
             let mut files = Files::new();
             for item in items {
                 match data.get(&item.key) {
                     Some(v) => {
-                        files.insert(relative(&item.path)?, v.clone());
+                        files.insert(relative(&item.path)?, file(v, item.mode));
                     }
                     None if optional => {}
                     None => return Err(format!("{missing_key}: {}", item.key)),
@@ -310,51 +348,6 @@ fn select(
             Ok(files)
         }
     }
-}
-
-fn downward_files(
-    pod: &Pod,
-    items: &[DownwardAPIVolumeFile],
-    downward: Downward<'_>,
-) -> Result<Files, String> {
-    let mut files = Files::new();
-    for item in items {
-        if let Some(selector) = &item.resource_field_ref {
-            // `ExtractResourceValueByContainerNameAndNodeAllocatable` (the API
-            // server requires `containerName` here).
-            let allocatable = downward
-                .allocatable
-                .ok_or("failed to find node object, expected a node")?;
-            let first = pod.spec.as_ref().and_then(|s| s.containers.first());
-            let fallback = first.cloned().unwrap_or_default();
-            let value = resource::runtime_value(selector, pod, &fallback, allocatable)?;
-            files.insert(relative(&item.path)?, value.into_bytes());
-            continue;
-        }
-        let Some(field) = &item.field_ref else {
-            return Err(format!(
-                "downward API volume file {:?}: neither fieldRef nor resourceFieldRef",
-                item.path
-            ));
-        };
-        let map = match field.field_path.as_str() {
-            "metadata.labels" => Some(pod.metadata.labels.clone().unwrap_or_default()),
-            "metadata.annotations" => Some(pod.metadata.annotations.clone().unwrap_or_default()),
-            _ => None,
-        };
-        let value = match map {
-            // `fieldpath.FormatMap`: sorted `key="value"` lines, values quoted like Go's %q.
-            Some(map) => map
-                .iter()
-                .map(|(k, v)| format!("{k}={v:?}"))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            None => env::field_value(pod, &field.field_path, downward)
-                .ok_or_else(|| format!("unsupported fieldPath: {}", field.field_path))?,
-        };
-        files.insert(relative(&item.path)?, value.into_bytes());
-    }
-    Ok(files)
 }
 
 /// The API objects the volumes read, in the pod's namespace.
@@ -377,6 +370,7 @@ impl Sources {
         name: &str,
         items: Option<&[KeyToPath]>,
         optional: Option<bool>,
+        default_mode: Option<i32>,
     ) -> Result<Files, String> {
         let optional = optional == Some(true);
         match self.objects.configmap(name).await? {
@@ -384,6 +378,7 @@ impl Sources {
                 data,
                 items,
                 optional,
+                default_mode,
                 "configmap references non-existent config key",
             ),
             None if optional => Ok(Files::new()),
@@ -396,10 +391,17 @@ impl Sources {
         name: &str,
         items: Option<&[KeyToPath]>,
         optional: Option<bool>,
+        default_mode: Option<i32>,
     ) -> Result<Files, String> {
         let optional = optional == Some(true);
         match self.objects.secret(name).await? {
-            Some(data) => select(data, items, optional, "references non-existent secret key"),
+            Some(data) => select(
+                data,
+                items,
+                optional,
+                default_mode,
+                "references non-existent secret key",
+            ),
             None if optional => Ok(Files::new()),
             None => Err(format!("secret {name:?} not found")),
         }
@@ -452,81 +454,75 @@ mod tests {
     }
 
     #[test]
-    fn items_pick_keys_and_a_missing_key_fails_unless_optional() {
-        let data = BTreeMap::from([("a".to_owned(), b"1".to_vec())]);
-        let item = |key: &str, path: &str| KeyToPath {
+    fn items_pick_keys_with_modes_and_a_missing_key_fails_unless_optional() {
+        let data = BTreeMap::from([
+            ("a".to_owned(), b"1".to_vec()),
+            ("b".to_owned(), b"2".to_vec()),
+        ]);
+        let item = |key: &str, path: &str, mode: Option<i32>| KeyToPath {
             key: key.into(),
             path: path.into(),
-            mode: None,
+            mode,
         };
-        let picked = select(data.clone(), Some(&[item("a", "dir/x")]), false, "missing").unwrap();
+        let file = |content: &[u8], mode: u32| File {
+            content: content.to_vec(),
+            mode,
+        };
+        let all = select(data.clone(), None, false, None, "missing").unwrap();
+        assert_eq!(
+            all,
+            Files::from([
+                (PathBuf::from("a"), file(b"1", 0o644)),
+                (PathBuf::from("b"), file(b"2", 0o644))
+            ])
+        );
+        let picked = select(
+            data.clone(),
+            Some(&[item("a", "dir/x", None), item("b", "y", Some(0o400))]),
+            false,
+            Some(0o600),
+            "missing",
+        )
+        .unwrap();
         assert_eq!(
             picked,
-            Files::from([(PathBuf::from("dir/x"), b"1".to_vec())])
+            Files::from([
+                (PathBuf::from("dir/x"), file(b"1", 0o600)),
+                (PathBuf::from("y"), file(b"2", 0o400))
+            ])
         );
-        let missing = [item("b", "y")];
+        let missing = [item("c", "y", None)];
         assert_eq!(
             select(
                 data.clone(),
                 Some(&missing),
                 false,
+                None,
                 "configmap references non-existent config key"
             ),
-            Err("configmap references non-existent config key: b".into())
+            Err("configmap references non-existent config key: c".into())
         );
-        assert_eq!(select(data, Some(&missing), true, "m"), Ok(Files::new()));
+        assert_eq!(
+            select(data, Some(&missing), true, None, "m"),
+            Ok(Files::new())
+        );
     }
 
     #[test]
-    fn downward_files_read_resources_of_the_named_container() {
-        use k8s_openapi::api::core::v1::{PodSpec, ResourceFieldSelector, ResourceRequirements};
-        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-        let q = |s: &str| Quantity(s.to_owned());
-        let pod = Pod {
-            spec: Some(PodSpec {
-                containers: vec![Container {
-                    name: "client-container".into(),
-                    resources: Some(ResourceRequirements {
-                        limits: Some([("memory".to_owned(), q("64Mi"))].into()),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }),
-            ..Default::default()
+    fn downward_files_are_stale_once_labels_or_annotations_change() {
+        let mut pod = Pod::default();
+        pod.metadata.labels = Some(BTreeMap::from([("a".into(), "1".into())]));
+        let volumes = Volumes {
+            host_paths: HashMap::new(),
+            downward_metadata: Some(metadata(&pod)),
         };
-        let item = |path: &str, resource: &str, divisor: Option<&str>| DownwardAPIVolumeFile {
-            path: path.into(),
-            resource_field_ref: Some(ResourceFieldSelector {
-                container_name: Some("client-container".into()),
-                resource: resource.into(),
-                divisor: divisor.map(q),
-            }),
-            ..Default::default()
-        };
-        let items = [
-            item("memory_limit", "limits.memory", Some("1Mi")),
-            item("cpu_limit", "limits.cpu", Some("1m")),
-        ];
-        let allocatable = [("cpu".to_owned(), q("2"))].into();
-        let downward = Downward {
-            host_ip: None,
-            pod_ip: None,
-            allocatable: Some(&allocatable),
-        };
-        let files = downward_files(&pod, &items, downward).unwrap();
-        let expected = Files::from([
-            (PathBuf::from("memory_limit"), b"64".to_vec()),
-            (PathBuf::from("cpu_limit"), b"2000".to_vec()),
-        ]);
-        assert_eq!(files, expected, "the cpu limit defaults to allocatable");
-        let unknown = Downward {
-            allocatable: None,
-            ..downward
-        };
-        let err = downward_files(&pod, &items, unknown).unwrap_err();
-        assert_eq!(err, "failed to find node object, expected a node");
+        assert!(!volumes.downward_stale(&pod));
+        pod.metadata.annotations = Some(BTreeMap::from([("b".into(), "2".into())]));
+        assert!(volumes.downward_stale(&pod));
+        assert!(
+            !Volumes::default().downward_stale(&pod),
+            "no downward volume"
+        );
     }
 
     #[tokio::test]
@@ -542,6 +538,7 @@ mod tests {
                 ("cfg".to_owned(), host("cfg", true)),
                 ("data".to_owned(), host("data", false)),
             ]),
+            downward_metadata: None,
         };
         let mount = |name: &str, path: &str| VolumeMount {
             name: name.into(),
