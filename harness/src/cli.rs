@@ -59,7 +59,7 @@ pub struct RunArgs {
     /// Join the reference agent even where the backend brings its own node (kind).
     #[arg(long, conflicts_with_all = ["node", "agent_cmd", "kubelet"])]
     pub reference_agent: bool,
-    /// Cases run at once (default: number of cores).
+    /// Cases run at once (default: four per core; cases mostly wait on the agent).
     #[arg(long, short)]
     pub jobs: Option<usize>,
     /// Output format.
@@ -349,8 +349,10 @@ async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
             return Err(e.into());
         }
     };
+    // Cases mostly wait on the agent (probe periods, grace periods, holds), so
+    // several per core keep the suite short without loading the machine.
     let jobs = args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
+        4 * std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2)
     });
