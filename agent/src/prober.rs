@@ -3,8 +3,8 @@
 //!
 //! A pod worker owns one [`Prober`]. It tracks the running container of
 //! each name, runs the probes that are due (exec via CRI `ExecSync`,
-//! `tcpSocket` and `httpGet` by connecting to the pod IP, `grpc` is not
-//! supported and counts as success), and turns consecutive results into a
+//! `tcpSocket`, `httpGet` and `grpc` (`grpc.health.v1.Health/Check`) by
+//! connecting to the pod IP), and turns consecutive results into a
 //! state with the probe's success and failure thresholds. Readiness starts
 //! `false`, liveness `true`, startup `false`; liveness and readiness wait for
 //! the startup probe to succeed. A failed liveness or startup probe asks the
@@ -347,8 +347,62 @@ async fn run_probe(
                 ))
             });
     }
-    // gRPC probes are not supported: count as success rather than kill the container.
-    Ok(())
+    if let Some(grpc) = &spec.grpc {
+        let host = pod_ip.ok_or_else(|| "no address to probe".to_owned())?;
+        let service = grpc.service.as_deref().unwrap_or_default();
+        return grpc_check(host, grpc.port, service, timeout).await;
+    }
+    Err("missing probe handler".to_owned())
+}
+
+/// The kubelet's gRPC prober (`pkg/probe/grpc`): `grpc.health.v1.Health/Check` of
+/// `service` at `host:port`, with its messages. Like its blocking dial, a refused
+/// connection is retried until `timeout`.
+async fn grpc_check(host: &str, port: i32, service: &str, timeout: Duration) -> Result<(), String> {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
+
+    let addr = format!("{host}:{port}");
+    let within = format!("{}s", timeout.as_secs());
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .map_err(|e| format!("error: failed to connect service at {addr:?}: {e}"))?;
+    let deadline = Instant::now() + timeout;
+    let channel = loop {
+        match tokio::time::timeout_at(deadline, endpoint.connect()).await {
+            Ok(Ok(channel)) => break channel,
+            Ok(Err(_)) if Instant::now() + Duration::from_millis(100) < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            _ => {
+                return Err(format!(
+                    "timeout: failed to connect service {addr:?} within {within}: context deadline exceeded"
+                ));
+            }
+        }
+    };
+    let request = HealthCheckRequest {
+        service: service.to_owned(),
+    };
+    match tokio::time::timeout_at(deadline, HealthClient::new(channel).check(request)).await {
+        Err(_) => Err(format!(
+            "timeout: health rpc did not complete within {within}"
+        )),
+        Ok(Err(status)) if status.code() == tonic::Code::Unimplemented => Err(format!(
+            "error: this server does not implement the grpc health protocol (grpc.health.v1.Health): {}",
+            status.message()
+        )),
+        Ok(Err(status)) => Err(format!(
+            "error: health rpc probe failed: {}",
+            status.message()
+        )),
+        Ok(Ok(response)) => match response.into_inner().status() {
+            ServingStatus::Serving => Ok(()),
+            other => Err(format!(
+                "service unhealthy (responded with {:?})",
+                other.as_str_name()
+            )),
+        },
+    }
 }
 
 async fn http_get(host: &str, port: u16, path: &str) -> Result<(), String> {
@@ -380,6 +434,48 @@ async fn http_get(host: &str, port: u16, path: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A gRPC health service on 127.0.0.1 (never a pod IP: nothing leaves this machine).
+    #[tokio::test]
+    async fn grpc_probes_ask_the_health_service_and_word_failures_as_the_kubelet() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = i32::from(listener.local_addr().unwrap().port());
+        let (reporter, service) = tonic_health::server::health_reporter();
+        reporter
+            .set_service_status("up", tonic_health::ServingStatus::Serving)
+            .await;
+        reporter
+            .set_service_status("down", tonic_health::ServingStatus::NotServing)
+            .await;
+        let server = tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+        );
+        let second = Duration::from_secs(1);
+        assert_eq!(grpc_check("127.0.0.1", port, "up", second).await, Ok(()));
+        assert_eq!(grpc_check("127.0.0.1", port, "", second).await, Ok(()));
+        assert_eq!(
+            grpc_check("127.0.0.1", port, "down", second).await,
+            Err("service unhealthy (responded with \"NOT_SERVING\")".into())
+        );
+        assert!(
+            grpc_check("127.0.0.1", port, "unknown", second)
+                .await
+                .unwrap_err()
+                .starts_with("error: health rpc probe failed:")
+        );
+        server.abort();
+        // Nothing listens any more: retried until the timeout, as the kubelet's blocking dial.
+        let started = Instant::now();
+        assert_eq!(
+            grpc_check("127.0.0.1", port, "up", second).await,
+            Err(format!(
+                "timeout: failed to connect service \"127.0.0.1:{port}\" within 1s: context deadline exceeded"
+            ))
+        );
+        assert!(started.elapsed() >= Duration::from_millis(800));
+    }
 
     fn probe(success: i32, failure: i32) -> ProbeState {
         ProbeState::new(
