@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ContainerStatus, Node, Pod, PodCondition};
+use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::watcher::{self, Event};
 use nodeconform_agent::AgentHandle;
@@ -16,7 +16,7 @@ use serde_json::json;
 
 mod common;
 
-use common::{NODE, NS};
+use common::{NODE, NS, container, phase};
 
 const WAIT: Duration = Duration::from_secs(15);
 
@@ -169,50 +169,13 @@ impl Env {
         );
     }
 
-    /// Waits until the events about pod `name` satisfy `done`; returns them
-    /// as `(type, reason, message)`, oldest first.
+    /// Waits until the events about pod `name` satisfy `done` (see [`common::wait_events`]).
     async fn wait_events(
         &self,
         name: &str,
-        done: impl Fn(&[(String, String, String)]) -> bool,
-    ) -> Vec<(String, String, String)> {
-        let api: Api<k8s_openapi::api::core::v1::Event> =
-            Api::namespaced(self.api.client(), "default");
-        let params =
-            kube::api::ListParams::default().fields(&format!("involvedObject.name={name}"));
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let mut events = api.list(&params).await.expect("list events").items;
-            events.sort_by_key(|e| e.first_timestamp.clone().map(|t| t.0));
-            for e in &events {
-                assert_eq!(
-                    e.source.as_ref().and_then(|s| s.component.as_deref()),
-                    Some("kubelet")
-                );
-                assert_eq!(
-                    e.source.as_ref().and_then(|s| s.host.as_deref()),
-                    Some(NODE)
-                );
-            }
-            let seen: Vec<(String, String, String)> = events
-                .into_iter()
-                .map(|e| {
-                    (
-                        e.type_.unwrap_or_default(),
-                        e.reason.unwrap_or_default(),
-                        e.message.unwrap_or_default(),
-                    )
-                })
-                .collect();
-            if done(&seen) {
-                return seen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "events of {name} not as expected in {WAIT:?}: {seen:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        done: impl Fn(&[common::Seen]) -> bool,
+    ) -> Vec<common::Seen> {
+        common::wait_events(&self.api, name, WAIT, done).await
     }
 
     async fn shutdown(mut self) {
@@ -220,22 +183,6 @@ impl Env {
         self.cri.shutdown().await;
         self.api.shutdown().await;
     }
-}
-
-fn phase(p: &Pod) -> &str {
-    p.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or("")
-}
-
-fn container<'a>(p: &'a Pod, name: &str) -> Option<&'a ContainerStatus> {
-    p.status
-        .as_ref()?
-        .container_statuses
-        .as_ref()?
-        .iter()
-        .find(|c| c.name == name)
 }
 
 /// Whether container `c` has been restarted at least once.

@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ContainerStatus, Event as CoreEvent, Pod};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::watcher::{self, Event};
 use nodeconform_agent::AgentHandle;
 use nodeconform_apiserver::ApiServer;
@@ -15,7 +15,7 @@ use serde_json::json;
 
 mod common;
 
-use common::NS;
+use common::{NS, container, phase};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -111,39 +111,13 @@ impl Env {
             .expect("delete accepted");
     }
 
-    /// Waits until the events about `name` satisfy `done`; `(type, reason, message)`.
+    /// Waits until the events about pod `name` satisfy `done` (see [`common::wait_events`]).
     async fn wait_events(
         &self,
         name: &str,
-        done: impl Fn(&[(String, String, String)]) -> bool,
-    ) -> Vec<(String, String, String)> {
-        let api: Api<CoreEvent> = Api::namespaced(self.api.client(), NS);
-        let params = ListParams::default().fields(&format!("involvedObject.name={name}"));
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let seen: Vec<(String, String, String)> = api
-                .list(&params)
-                .await
-                .expect("list events")
-                .items
-                .into_iter()
-                .map(|e| {
-                    (
-                        e.type_.unwrap_or_default(),
-                        e.reason.unwrap_or_default(),
-                        e.message.unwrap_or_default(),
-                    )
-                })
-                .collect();
-            if done(&seen) {
-                return seen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "events of {name} not as expected in {WAIT:?}: {seen:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        done: impl Fn(&[common::Seen]) -> bool,
+    ) -> Vec<common::Seen> {
+        common::wait_events(&self.api, name, WAIT, done).await
     }
 
     async fn shutdown(self) {
@@ -151,22 +125,6 @@ impl Env {
         self.cri.shutdown().await;
         self.api.shutdown().await;
     }
-}
-
-fn phase(p: &Pod) -> &str {
-    p.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or_default()
-}
-
-fn container<'a>(p: &'a Pod, name: &str) -> Option<&'a ContainerStatus> {
-    p.status
-        .as_ref()?
-        .container_statuses
-        .as_ref()?
-        .iter()
-        .find(|c| c.name == name)
 }
 
 fn running_and_ready(p: &Pod) -> bool {

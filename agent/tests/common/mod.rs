@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
+use kube::api::{Api, ListParams, PostParams};
 use nodeconform_agent::{Agent, AgentHandle, Timings};
 use nodeconform_apiserver::ApiServer;
 use nodeconform_fake_cri::FakeCri;
@@ -79,4 +79,70 @@ pub async fn create_pod(api: &ApiServer, name: &str, mut spec: serde_json::Value
         .create(&PostParams::default(), &pod)
         .await
         .expect("pod created")
+}
+
+/// An event as the tests compare it: `(type, reason, message)`.
+pub type Seen = (String, String, String);
+
+/// Waits (at most `wait`) until the events about `name` in `NS` satisfy `done`;
+/// returns them oldest first. Every one must come from the kubelet on `NODE`.
+pub async fn wait_events(
+    api: &ApiServer,
+    name: &str,
+    wait: Duration,
+    done: impl Fn(&[Seen]) -> bool,
+) -> Vec<Seen> {
+    let events: Api<Event> = Api::namespaced(api.client(), NS);
+    let params = ListParams::default().fields(&format!("involvedObject.name={name}"));
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let mut listed = events.list(&params).await.expect("list events").items;
+        listed.sort_by_key(|e| e.first_timestamp.clone().map(|t| t.0));
+        for e in &listed {
+            assert_eq!(
+                e.source.as_ref().and_then(|s| s.component.as_deref()),
+                Some("kubelet")
+            );
+            assert_eq!(
+                e.source.as_ref().and_then(|s| s.host.as_deref()),
+                Some(NODE)
+            );
+        }
+        let seen: Vec<Seen> = listed
+            .into_iter()
+            .map(|e| {
+                (
+                    e.type_.unwrap_or_default(),
+                    e.reason.unwrap_or_default(),
+                    e.message.unwrap_or_default(),
+                )
+            })
+            .collect();
+        if done(&seen) {
+            return seen;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "events of {name} not as expected in {wait:?}: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `status.phase`, `""` before the first status.
+pub fn phase(p: &Pod) -> &str {
+    p.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or_default()
+}
+
+/// The status of app container `name`.
+pub fn container<'a>(p: &'a Pod, name: &str) -> Option<&'a ContainerStatus> {
+    p.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find(|c| c.name == name)
 }
