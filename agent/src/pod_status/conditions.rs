@@ -142,15 +142,7 @@ pub fn initialized_condition(
     if phase == SUCCEEDED && unknown.is_empty() {
         return condition("Initialized", true, Some("PodCompleted"), None);
     }
-    let any_regular_started = app.iter().any(|s| {
-        s.state
-            .as_ref()
-            .is_some_and(|st| st.running.is_some() || st.terminated.is_some())
-            || s.last_state
-                .as_ref()
-                .is_some_and(|l| l.terminated.is_some())
-    });
-    if any_regular_started {
+    if app.iter().any(container_status::has_started) {
         return condition("Initialized", true, None, None);
     }
     containers_condition(

@@ -264,6 +264,18 @@ pub(crate) fn convert_statuses(
 /// The status manager's `TerminatePod`: once a pod has initialized, a
 /// container with no terminated state is reported as terminated with
 /// `ContainerStatusUnknown` (the pod phase becomes `Failed`).
+/// Whether a container ever ran: it runs or ran now, or an earlier instance
+/// terminated (`kubecontainer` "regular container started", which marks a pod
+/// initialized).
+pub(crate) fn has_started(s: &ContainerStatus) -> bool {
+    s.state
+        .as_ref()
+        .is_some_and(|st| st.running.is_some() || st.terminated.is_some())
+        || s.last_state
+            .as_ref()
+            .is_some_and(|l| l.terminated.is_some())
+}
+
 pub(crate) fn terminate(app: &mut [ContainerStatus], init: &mut [ContainerStatus]) {
     let unknown = || ContainerState {
         terminated: Some(ContainerStateTerminated {
@@ -274,14 +286,7 @@ pub(crate) fn terminate(app: &mut [ContainerStatus], init: &mut [ContainerStatus
         }),
         ..Default::default()
     };
-    let initialized = app.iter().any(|s| {
-        s.state
-            .as_ref()
-            .is_some_and(|st| st.running.is_some() || st.terminated.is_some())
-            || s.last_state
-                .as_ref()
-                .is_some_and(|l| l.terminated.is_some())
-    });
+    let initialized = app.iter().any(has_started);
     if initialized {
         for s in app.iter_mut() {
             if s.state.as_ref().is_none_or(|st| st.terminated.is_none()) {

@@ -3,9 +3,6 @@
 
 use std::path::PathBuf;
 
-use nodeconform_cri::v1 as cri;
-
-use super::error::not_found_is_none;
 use super::status::ContainerState;
 use super::{POD_UID_LABEL, Result, Runtime};
 
@@ -24,21 +21,9 @@ impl Runtime {
     /// `ContainerStatus` of container `id`, reduced to its log; `None` if the
     /// runtime does not have it.
     pub async fn container_log(&self, id: &str) -> Result<Option<ContainerLog>> {
-        let result = self
-            .call(
-                "ContainerStatus",
-                || format!("container {id}"),
-                None,
-                self.rs
-                    .clone()
-                    .container_status(cri::ContainerStatusRequest {
-                        container_id: id.to_owned(),
-                        verbose: false,
-                    }),
-            )
-            .await;
-        Ok(not_found_is_none(result)?
-            .and_then(|r| r.status)
+        Ok(self
+            .cri_container_status(id, || format!("container {id}"))
+            .await?
             .map(|s| ContainerLog {
                 path: PathBuf::from(&s.log_path),
                 pod_uid: s.labels.get(POD_UID_LABEL).cloned().unwrap_or_default(),

@@ -194,6 +194,29 @@ pub fn timestamp(nanos: i64) -> Timestamp {
     Timestamp::from_second(nanos.div_euclid(1_000_000_000)).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 impl Runtime {
+    /// CRI `ContainerStatus` of container `id` (`target` names it in errors);
+    /// `None` when the runtime does not have it.
+    pub(super) async fn cri_container_status(
+        &self,
+        id: &str,
+        target: impl FnOnce() -> String,
+    ) -> Result<Option<cri::ContainerStatus>> {
+        let result = self
+            .call(
+                "ContainerStatus",
+                target,
+                None,
+                self.rs
+                    .clone()
+                    .container_status(cri::ContainerStatusRequest {
+                        container_id: id.to_owned(),
+                        verbose: false,
+                    }),
+            )
+            .await;
+        Ok(not_found_is_none(result)?.and_then(|r| r.status))
+    }
+
     /// Everything the runtime knows about the pod with `uid`.
     pub async fn pod_status(&self, pod: &Pod) -> Result<PodStatus> {
         self.pod_status_cached(pod, &mut StatusCache::default())
@@ -369,20 +392,8 @@ impl Runtime {
         id: &str,
         sandbox_id: &str,
     ) -> Result<Option<Container>> {
-        let result = self
-            .call(
-                "ContainerStatus",
-                || format!("container {id} of {}", target_pod(pod)),
-                None,
-                self.rs
-                    .clone()
-                    .container_status(cri::ContainerStatusRequest {
-                        container_id: id.to_owned(),
-                        verbose: false,
-                    }),
-            )
-            .await;
-        let Some(s) = not_found_is_none(result)?.and_then(|r| r.status) else {
+        let target = || format!("container {id} of {}", target_pod(pod));
+        let Some(s) = self.cri_container_status(id, target).await? else {
             return Ok(None);
         };
         let mut container = Container {
