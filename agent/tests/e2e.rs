@@ -16,12 +16,9 @@ use serde_json::json;
 
 mod common;
 
-use common::{NODE, NS, container, phase};
+use common::{NODE, NS, Until, Watched, container, phase};
 
 const WAIT: Duration = Duration::from_secs(15);
-
-/// When a watch from `Env::watch_from_start` stops: a predicate on an observed state, or `None` for "gone".
-type Until = Option<Box<dyn Fn(&Pod) -> bool + Send>>;
 
 struct Env {
     api: ApiServer,
@@ -91,47 +88,9 @@ impl Env {
         seen
     }
 
-    /// Starts watching `name` (before it exists or before it is deleted), so
-    /// no state is missed; the returned task ends once `done` holds for an
-    /// observed state, or (with `None`) once the pod is gone.
-    async fn watch_from_start(&self, name: &str, done: Until) -> tokio::task::JoinHandle<Vec<Pod>> {
-        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-        let stream = watcher::watcher(self.pods(), config);
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        let task = tokio::spawn(async move {
-            tokio::pin!(stream);
-            let mut ready_tx = Some(ready_tx);
-            let mut seen = Vec::new();
-            while let Some(event) = stream.next().await {
-                match event {
-                    Ok(Event::InitDone) => {
-                        if let Some(tx) = ready_tx.take() {
-                            let _ = tx.send(());
-                        }
-                    }
-                    Ok(Event::Apply(p) | Event::InitApply(p)) => {
-                        let finished = done.as_ref().is_some_and(|d| d(&p));
-                        seen.push(p);
-                        if finished {
-                            break;
-                        }
-                    }
-                    Ok(Event::Delete(p)) => {
-                        seen.push(p);
-                        if done.is_none() {
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            seen
-        });
-        tokio::time::timeout(WAIT, ready_rx)
-            .await
-            .expect("watch started")
-            .expect("watch task alive");
-        task
+    /// Starts watching `name` (see [`common::watch_from_start`]).
+    async fn watch_from_start(&self, name: &str, done: Until) -> Watched {
+        common::watch_from_start(&self.api, name, done, WAIT).await
     }
 
     /// Deletes pod `name` with `grace` seconds (the spec's when `None`).
@@ -146,12 +105,10 @@ impl Env {
             .expect("delete accepted");
     }
 
-    /// Awaits a watch from [`Env::watch_from_start`].
-    async fn finish(task: tokio::task::JoinHandle<Vec<Pod>>, what: &str) -> Vec<Pod> {
-        tokio::time::timeout(WAIT, task)
-            .await
-            .unwrap_or_else(|_| panic!("{what}: not reached in {WAIT:?}"))
-            .expect("watch task")
+    /// Awaits a watch from [`Env::watch_from_start`]: the states it saw.
+    async fn finish(task: Watched, what: &str) -> Vec<Pod> {
+        let seen = common::finish(task, what, WAIT).await;
+        seen.into_iter().map(|(_, pod)| pod).collect()
     }
 
     /// Waits until housekeeping removed `path`.

@@ -4,10 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use kube::runtime::watcher::{self, Event};
 use nodeconform_agent::AgentHandle;
 use nodeconform_apiserver::ApiServer;
 use nodeconform_fake_cri::FakeCri;
@@ -15,7 +13,7 @@ use serde_json::json;
 
 mod common;
 
-use common::{NS, container, phase};
+use common::{NS, Until, Watched, container, phase};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -47,61 +45,15 @@ impl Env {
         common::create_pod(&self.api, name, spec).await;
     }
 
-    /// Watches `name` from now on; the task ends when `done` holds for an observed
-    /// state (or, with `None`, when the pod is gone) and returns every state seen
-    /// with when it was seen.
-    async fn watch(
-        &self,
-        name: &str,
-        done: Option<fn(&Pod) -> bool>,
-    ) -> tokio::task::JoinHandle<Vec<(Instant, Pod)>> {
-        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-        let stream = watcher::watcher(self.pods(), config);
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        let task = tokio::spawn(async move {
-            tokio::pin!(stream);
-            let mut ready_tx = Some(ready_tx);
-            let mut seen = Vec::new();
-            while let Some(event) = stream.next().await {
-                match event {
-                    Ok(Event::InitDone) => {
-                        if let Some(tx) = ready_tx.take() {
-                            let _ = tx.send(());
-                        }
-                    }
-                    Ok(Event::Apply(p) | Event::InitApply(p)) => {
-                        let finished = done.is_some_and(|d| d(&p));
-                        seen.push((Instant::now(), p));
-                        if finished {
-                            break;
-                        }
-                    }
-                    Ok(Event::Delete(p)) => {
-                        seen.push((Instant::now(), p));
-                        if done.is_none() {
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            seen
-        });
-        tokio::time::timeout(WAIT, ready_rx)
-            .await
-            .expect("watch started")
-            .expect("watch task alive");
-        task
+    /// Watches `name` from now on (see [`common::watch_from_start`]): every
+    /// state seen with when it was seen.
+    async fn watch(&self, name: &str, done: Option<fn(&Pod) -> bool>) -> Watched {
+        let done: Until = done.map(|d| Box::new(d) as Box<dyn Fn(&Pod) -> bool + Send>);
+        common::watch_from_start(&self.api, name, done, WAIT).await
     }
 
-    async fn finish(
-        task: tokio::task::JoinHandle<Vec<(Instant, Pod)>>,
-        what: &str,
-    ) -> Vec<(Instant, Pod)> {
-        tokio::time::timeout(WAIT, task)
-            .await
-            .unwrap_or_else(|_| panic!("{what}: not reached in {WAIT:?}"))
-            .expect("watch task")
+    async fn finish(task: Watched, what: &str) -> Vec<(Instant, Pod)> {
+        common::finish(task, what, WAIT).await
     }
 
     async fn delete(&self, name: &str) {

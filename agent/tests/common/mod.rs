@@ -4,10 +4,12 @@
 
 #![allow(dead_code)] // each test binary uses its own part
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
 use kube::api::{Api, ListParams, PostParams};
+use kube::runtime::watcher;
 use nodeconform_agent::{Agent, AgentHandle, Timings};
 use nodeconform_apiserver::ApiServer;
 use nodeconform_fake_cri::FakeCri;
@@ -145,4 +147,63 @@ pub fn container<'a>(p: &'a Pod, name: &str) -> Option<&'a ContainerStatus> {
         .as_ref()?
         .iter()
         .find(|c| c.name == name)
+}
+
+/// When a watch from [`watch_from_start`] stops: a predicate on an observed
+/// state, or `None` for "gone".
+pub type Until = Option<Box<dyn Fn(&Pod) -> bool + Send>>;
+
+/// A pod's states as a watch delivered them, each with when it arrived.
+pub type Watched = tokio::task::JoinHandle<Vec<(Instant, Pod)>>;
+
+/// Starts watching pod `name` in `NS` (before it exists or before it is
+/// deleted), so no state is missed, and returns once the watch runs (at most
+/// `wait`); the task ends once `done` holds for an observed state, or (with
+/// `None`) once the pod is gone.
+pub async fn watch_from_start(api: &ApiServer, name: &str, done: Until, wait: Duration) -> Watched {
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let stream = watcher::watcher(Api::<Pod>::namespaced(api.client(), NS), config);
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        tokio::pin!(stream);
+        let mut ready_tx = Some(ready_tx);
+        let mut seen = Vec::new();
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(tx) = ready_tx.take() {
+                        let _ = tx.send(());
+                    }
+                }
+                Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
+                    let finished = done.as_ref().is_some_and(|d| d(&p));
+                    seen.push((Instant::now(), p));
+                    if finished {
+                        break;
+                    }
+                }
+                Ok(watcher::Event::Delete(p)) => {
+                    seen.push((Instant::now(), p));
+                    if done.is_none() {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        seen
+    });
+    tokio::time::timeout(wait, ready_rx)
+        .await
+        .expect("watch started")
+        .expect("watch task alive");
+    task
+}
+
+/// Awaits a watch from [`watch_from_start`] (at most `wait`; `what` names it).
+pub async fn finish(task: Watched, what: &str, wait: Duration) -> Vec<(Instant, Pod)> {
+    tokio::time::timeout(wait, task)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: not reached in {wait:?}"))
+        .expect("watch task")
 }
