@@ -92,6 +92,7 @@ impl Agent {
             max_pods: 110,
             server_addr: None,
             kubelet_addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            cluster_domain: crate::runtime::DEFAULT_CLUSTER_DOMAIN.to_owned(),
         }
     }
 }
@@ -107,6 +108,7 @@ pub struct AgentBuilder {
     max_pods: u32,
     server_addr: Option<SocketAddr>,
     kubelet_addr: SocketAddr,
+    cluster_domain: String,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -159,6 +161,13 @@ impl AgentBuilder {
         self
     }
 
+    /// The cluster's DNS domain (default `cluster.local`): pods with a
+    /// `subdomain` get `<hostname>.<subdomain>.<namespace>.svc.<domain>` as FQDN.
+    pub fn cluster_domain(mut self, domain: impl Into<String>) -> Self {
+        self.cluster_domain = domain.into();
+        self
+    }
+
     /// Starts every part of the agent. Its tasks log in an `agent` span with `node=<name>`.
     pub async fn spawn(self) -> Result<AgentHandle, Error> {
         let span = tracing::info_span!("agent", node = %self.node_name);
@@ -180,7 +189,8 @@ impl AgentBuilder {
         .map_err(|source| Error::Runtime {
             endpoint: self.cri_endpoint.clone(),
             source,
-        })?;
+        })?
+        .with_cluster_domain(&self.cluster_domain);
         let (shutdown_tx, shutdown) = watch::channel(false);
         let mut tasks: Vec<JoinHandle<()>> = Vec::new();
 

@@ -59,6 +59,7 @@ pub mod node_lease;
 pub mod node_status;
 pub mod pleg;
 pub mod pod_config;
+pub mod pod_hostname;
 pub mod pod_logs;
 pub mod pod_status;
 pub mod pod_workers;

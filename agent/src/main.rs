@@ -56,6 +56,9 @@ struct Args {
     /// its port goes into the Node's `daemonEndpoints`.
     #[arg(long, default_value = "127.0.0.1:10250")]
     kubelet_addr: SocketAddr,
+    /// The cluster's DNS domain (pods' FQDNs end in it).
+    #[arg(long, default_value = nodeconform_agent::runtime::DEFAULT_CLUSTER_DOMAIN)]
+    cluster_domain: String,
     /// Use the shortened test timings (sub-second loops and back-offs).
     #[arg(long)]
     fast: bool,
@@ -122,7 +125,8 @@ async fn main() -> anyhow::Result<()> {
         .timings(timings)
         .max_pods(args.max_pods)
         .server_addr(args.healthz_addr)
-        .kubelet_addr(args.kubelet_addr);
+        .kubelet_addr(args.kubelet_addr)
+        .cluster_domain(args.cluster_domain);
     if let Some(ip) = args.node_ip {
         builder = builder.node_ip(ip);
     }

@@ -14,6 +14,9 @@ use tonic::transport::{Channel, Endpoint};
 use super::{Error, Result};
 use crate::metrics::Metrics;
 
+/// The cluster domain when none is configured: kind's and kubeadm's.
+pub const DEFAULT_CLUSTER_DOMAIN: &str = "cluster.local";
+
 /// Runtime readiness from the CRI `Status` call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Readiness {
@@ -44,6 +47,8 @@ pub struct Runtime {
     pub(super) metrics: Arc<Metrics>,
     pub(super) timeout: Duration,
     pub(super) log_root: PathBuf,
+    /// The cluster's DNS domain (pods' FQDNs end in it).
+    pub(super) cluster_domain: Arc<str>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -97,7 +102,21 @@ impl Runtime {
             metrics,
             timeout,
             log_root,
+            cluster_domain: Arc::from(DEFAULT_CLUSTER_DOMAIN),
         })
+    }
+
+    /// Sets the cluster's DNS domain (default `cluster.local`, kind's and
+    /// kubeadm's).
+    #[must_use]
+    pub fn with_cluster_domain(mut self, domain: &str) -> Self {
+        self.cluster_domain = Arc::from(domain);
+        self
+    }
+
+    /// The cluster's DNS domain.
+    pub fn cluster_domain(&self) -> &str {
+        &self.cluster_domain
     }
 
     /// The directory holding one directory per pod (`<namespace>_<name>_<uid>`)

@@ -7,12 +7,15 @@ use std::path::PathBuf;
 use k8s_openapi::api::core::v1::{Container as ContainerSpec, Pod};
 use nodeconform_cri::v1 as cri;
 
-use super::Runtime;
 use super::labels::*;
+use super::{Result, Runtime};
+use crate::pod_hostname;
 
 impl Runtime {
-    /// The sandbox config the kubelet would send for `pod` (also needed by `CreateContainer`).
-    pub fn sandbox_config(&self, pod: &Pod, attempt: u32) -> cri::PodSandboxConfig {
+    /// The sandbox config the kubelet would send for `pod` (also needed by
+    /// `CreateContainer`); fails, as `generatePodSandboxConfig`, when the pod's
+    /// host name cannot be made.
+    pub fn sandbox_config(&self, pod: &Pod, attempt: u32) -> Result<cri::PodSandboxConfig> {
         let meta = &pod.metadata;
         let name = meta.name.clone().unwrap_or_default();
         let namespace = meta.namespace.clone().unwrap_or_default();
@@ -31,16 +34,19 @@ impl Runtime {
             .map(|a| a.into_iter().collect())
             .unwrap_or_default();
         let spec = pod.spec.as_ref();
-        let hostname = spec
-            .and_then(|s| s.hostname.clone())
-            .unwrap_or_else(|| name.clone());
+        let host_network = spec.and_then(|s| s.host_network) == Some(true);
+        // A host-network sandbox keeps the node's name (the runtime sets it).
+        let hostname = if host_network {
+            String::new()
+        } else {
+            pod_hostname::sandbox_hostname(pod, &self.cluster_domain)?
+        };
         let pid_mode = if spec.and_then(|s| s.share_process_namespace) == Some(true) {
             cri::NamespaceMode::Pod
         } else {
             cri::NamespaceMode::Container
         };
-        let host_network = spec.and_then(|s| s.host_network) == Some(true);
-        cri::PodSandboxConfig {
+        Ok(cri::PodSandboxConfig {
             metadata: Some(cri::PodSandboxMetadata {
                 name: name.clone(),
                 uid: uid.clone(),
@@ -68,7 +74,7 @@ impl Runtime {
                 ..Default::default()
             }),
             ..Default::default()
-        }
+        })
     }
 
     /// The container config the kubelet would send for `container` of `pod`.

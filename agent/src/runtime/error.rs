@@ -30,6 +30,9 @@ pub enum Error {
     /// The endpoint is not a unix socket.
     #[error("invalid CRI endpoint")]
     Endpoint(#[source] nodeconform_cri::Error),
+    /// The pod's host name cannot be made (`generatePodSandboxConfig`).
+    #[error(transparent)]
+    Hostname(#[from] crate::pod_hostname::Error),
     /// The host file for a container's termination message could not be created.
     #[error("creating termination message file {path}")]
     TerminationFile {
@@ -46,7 +49,10 @@ impl Error {
     pub fn status(&self) -> Option<&tonic::Status> {
         match self {
             Error::Rpc { source, .. } => Some(source),
-            Error::Timeout { .. } | Error::Endpoint(_) | Error::TerminationFile { .. } => None,
+            Error::Timeout { .. }
+            | Error::Endpoint(_)
+            | Error::Hostname(_)
+            | Error::TerminationFile { .. } => None,
         }
     }
 

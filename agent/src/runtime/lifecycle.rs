@@ -15,7 +15,7 @@ use super::{Error, Result, Runtime};
 impl Runtime {
     /// `RunPodSandbox` for `pod`; returns the sandbox ID.
     pub async fn run_sandbox(&self, pod: &Pod, attempt: u32) -> Result<String> {
-        let config = self.sandbox_config(pod, attempt);
+        let config = self.sandbox_config(pod, attempt)?;
         let resp = self
             .call(
                 "RunPodSandbox",

@@ -24,7 +24,7 @@ mod logs;
 mod status;
 mod termination;
 
-pub use client::{ExecOutput, Readiness, Runtime, pod_key};
+pub use client::{DEFAULT_CLUSTER_DOMAIN, ExecOutput, Readiness, Runtime, pod_key};
 pub use error::{Error, Result};
 pub use labels::*;
 pub use logs::ContainerLog;

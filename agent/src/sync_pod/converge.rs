@@ -6,6 +6,7 @@ use tokio::time::Instant;
 
 use super::start::start;
 use super::{Context, PodState, earliest};
+use crate::events::Type;
 use crate::pod_status;
 use crate::runtime::{self, ContainerState};
 
@@ -55,6 +56,13 @@ pub(super) async fn converge(
             }
             Err(error) => {
                 tracing::warn!(pod = %runtime::pod_key(pod), %error, "creating pod sandbox failed");
+                ctx.events.pod(
+                    pod,
+                    None,
+                    Type::Warning,
+                    "FailedCreatePodSandBox",
+                    format!("Failed to create pod sandbox: {}", error.short_message()),
+                );
                 *wake = earliest(*wake, Instant::now() + ctx.timings.image_backoff_initial);
                 return Ok(acted);
             }

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
+use nodeconform_cri::v1 as cri;
 use tokio::time::Instant;
 
 use super::image::ensure_image;
@@ -12,6 +13,7 @@ use crate::backoff::go_duration;
 use crate::env;
 use crate::events::Type;
 use crate::lifecycle;
+use crate::pod_hostname::{self, HostName};
 use crate::pod_status::Reason;
 use crate::runtime::{self, ContainerState};
 
@@ -44,6 +46,54 @@ async fn container_env(
         allocatable: allocatable.as_ref(),
     };
     env::resolve(&ctx.client, pod, container, downward).await
+}
+
+/// The pod's `/etc/hosts` for `container` (`makeHostsMount`), unless the
+/// container mounts something there itself or the pod has no IP yet.
+async fn hosts_mount(
+    ctx: &Context,
+    pod: &Pod,
+    container: &Container,
+    sandbox_id: &str,
+) -> Result<Option<cri::Mount>, String> {
+    const ETC_HOSTS: &str = "/etc/hosts";
+    let own = container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .any(|m| m.mount_path == ETC_HOSTS);
+    if own {
+        return Ok(None);
+    }
+    let spec = pod.spec.as_ref();
+    let aliases = spec
+        .and_then(|s| s.host_aliases.as_deref())
+        .unwrap_or_default();
+    let content = if spec.and_then(|s| s.host_network) == Some(true) {
+        let node_hosts = tokio::fs::read_to_string(ETC_HOSTS)
+            .await
+            .map_err(|e| format!("reading {ETC_HOSTS}: {e}"))?;
+        pod_hostname::node_hosts_file(&node_hosts, aliases)
+    } else {
+        let ip = ctx
+            .runtime
+            .sandbox_ip(pod, sandbox_id)
+            .await
+            .map_err(|e| e.short_message())?;
+        let Some(ip) = ip else {
+            return Ok(None);
+        };
+        let name = HostName::of(pod, ctx.runtime.cluster_domain()).map_err(|e| e.to_string())?;
+        pod_hostname::managed_hosts_file(&[ip], &name, aliases)
+    };
+    let path = pod_hostname::write_hosts_file(&ctx.runtime.pod_dir(pod), &content)
+        .map_err(|e| format!("writing the hosts file of the pod: {e}"))?;
+    Ok(Some(cri::Mount {
+        container_path: ETC_HOSTS.to_owned(),
+        host_path: path.to_string_lossy().into_owned(),
+        selinux_relabel: true,
+        ..Default::default()
+    }))
 }
 
 /// The kubelet's `Failed` event for a container that could not start.
@@ -148,7 +198,7 @@ pub(super) async fn start(
         }
         state.crash.next(&key, event, now);
     }
-    let sandbox_config = ctx.runtime.sandbox_config(pod, sandbox_attempt);
+    let sandbox_config = ctx.runtime.sandbox_config(pod, sandbox_attempt)?;
     if let Err(reason) = ensure_image(ctx, state, pod, container, &sandbox_config, wake).await {
         report_failed(ctx, pod, &container.name, &reason.reason);
         state.reasons.insert(container.name.clone(), reason);
@@ -161,10 +211,11 @@ pub(super) async fn start(
     let volumes = state.volumes.as_ref().map(|(v, _)| v);
     let prepared = async {
         let env = container_env(ctx, pod, container, sandbox_id).await?;
-        let mounts = match volumes {
+        let mut mounts = match volumes {
             Some(volumes) => volumes.mounts(container, &env).await?,
             None => Vec::new(),
         };
+        mounts.extend(hosts_mount(ctx, pod, container, sandbox_id).await?);
         Ok::<_, String>((env, mounts))
     };
     let (env, mounts) = match prepared.await {
