@@ -11,10 +11,11 @@ use tokio::sync::{OnceCell, mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
+use crate::admission::SysctlAllowlist;
 use crate::metrics::Metrics;
 use crate::pod_workers::PodWorkers;
 use crate::runtime::Runtime;
-use crate::sync_loop::{Inputs, SyncLoop};
+use crate::sync_loop::{Admission, Inputs, SyncLoop};
 use crate::sync_pod::Context;
 use crate::{
     Timings, events, kubelet_server, node_lease, node_status, pleg, pod_config, pod_logs, server,
@@ -93,6 +94,7 @@ impl Agent {
             server_addr: None,
             kubelet_addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             cluster_domain: crate::runtime::DEFAULT_CLUSTER_DOMAIN.to_owned(),
+            allowed_unsafe_sysctls: Vec::new(),
         }
     }
 }
@@ -109,6 +111,7 @@ pub struct AgentBuilder {
     server_addr: Option<SocketAddr>,
     kubelet_addr: SocketAddr,
     cluster_domain: String,
+    allowed_unsafe_sysctls: Vec<String>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -158,6 +161,13 @@ impl AgentBuilder {
     /// Node's `daemonEndpoints.kubeletEndpoint.Port`.
     pub fn kubelet_addr(mut self, addr: SocketAddr) -> Self {
         self.kubelet_addr = addr;
+        self
+    }
+
+    /// Unsafe sysctls (names, or prefixes ending in `*`) pods may set besides
+    /// the safe ones (the kubelet's `allowedUnsafeSysctls`).
+    pub fn allowed_unsafe_sysctls(mut self, patterns: Vec<String>) -> Self {
+        self.allowed_unsafe_sysctls = patterns;
         self
     }
 
@@ -296,7 +306,7 @@ impl AgentBuilder {
             metrics: metrics.clone(),
             host_ip: Some(node_ip.to_string()),
             runtime_name: Arc::new(OnceCell::new()),
-            events,
+            events: events.clone(),
             client: self.client.clone(),
             node: node_rx.clone(),
         };
@@ -308,6 +318,11 @@ impl AgentBuilder {
             runtime,
             snapshot_rx,
             self.timings.minimum_stop_grace,
+            Admission {
+                sysctls: SysctlAllowlist::new(&self.allowed_unsafe_sysctls),
+                node: node_rx.clone(),
+                events,
+            },
         );
         tasks.push(tokio::spawn(
             sync_loop

@@ -10,6 +10,7 @@
 //! new one, like the event correlator. Up to 1,000 events wait in the queue
 //! (the broadcaster's `maxQueuedEvents`); beyond that they are dropped.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,7 +66,7 @@ struct Involved {
 struct Record {
     object: Involved,
     type_: Type,
-    reason: &'static str,
+    reason: Cow<'static, str>,
     message: String,
 }
 
@@ -80,7 +81,7 @@ impl Record {
             &self.object.uid,
             &self.object.field_path,
             self.type_,
-            self.reason,
+            &self.reason,
             &self.message,
         )
             .hash(&mut h);
@@ -103,7 +104,7 @@ impl Recorder {
         pod: &Pod,
         container: Option<&str>,
         type_: Type,
-        reason: &'static str,
+        reason: impl Into<Cow<'static, str>>,
         message: String,
     ) {
         let field_path = container.map(|name| {
@@ -125,11 +126,11 @@ impl Recorder {
             uid: pod.metadata.uid.clone().unwrap_or_default(),
             field_path,
         };
-        self.send(object, type_, reason, message);
+        self.send(object, type_, reason.into(), message);
     }
 
     /// An event about this node (its UID is its name, as the kubelet's node reference has it).
-    pub fn node(&self, type_: Type, reason: &'static str, message: String) {
+    pub fn node(&self, type_: Type, reason: impl Into<Cow<'static, str>>, message: String) {
         let object = Involved {
             kind: "Node",
             namespace: None,
@@ -137,18 +138,19 @@ impl Recorder {
             uid: self.node.to_string(),
             field_path: None,
         };
-        self.send(object, type_, reason, message);
+        self.send(object, type_, reason.into(), message);
     }
 
-    fn send(&self, object: Involved, type_: Type, reason: &'static str, message: String) {
+    fn send(&self, object: Involved, type_: Type, reason: Cow<'static, str>, message: String) {
         let record = Record {
             object,
             type_,
             reason,
             message,
         };
-        if self.tx.try_send(record).is_err() {
-            tracing::debug!(reason, "event queue full or closed; event dropped");
+        if let Err(error) = self.tx.try_send(record) {
+            let reason = &error.into_inner().reason;
+            tracing::debug!(%reason, "event queue full or closed; event dropped");
         }
     }
 }
@@ -277,7 +279,7 @@ async fn write(
             ..Default::default()
         },
         type_: Some(record.type_.as_str().into()),
-        reason: Some(record.reason.into()),
+        reason: Some(record.reason.into_owned()),
         message: Some(record.message),
         source: Some(EventSource {
             component: Some("kubelet".into()),

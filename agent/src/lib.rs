@@ -45,6 +45,7 @@
 #![warn(missing_docs)]
 
 pub mod active_deadline;
+pub mod admission;
 mod agent;
 pub mod backoff;
 pub mod container_log;

@@ -59,6 +59,10 @@ struct Args {
     /// The cluster's DNS domain (pods' FQDNs end in it).
     #[arg(long, default_value = nodeconform_agent::runtime::DEFAULT_CLUSTER_DOMAIN)]
     cluster_domain: String,
+    /// Unsafe sysctls pods may set besides the safe ones (names, or prefixes
+    /// ending in `*`; comma-separated or repeated).
+    #[arg(long, value_delimiter = ',')]
+    allowed_unsafe_sysctls: Vec<String>,
     /// Use the shortened test timings (sub-second loops and back-offs).
     #[arg(long)]
     fast: bool,
@@ -126,7 +130,8 @@ async fn main() -> anyhow::Result<()> {
         .max_pods(args.max_pods)
         .server_addr(args.healthz_addr)
         .kubelet_addr(args.kubelet_addr)
-        .cluster_domain(args.cluster_domain);
+        .cluster_domain(args.cluster_domain)
+        .allowed_unsafe_sysctls(args.allowed_unsafe_sysctls);
     if let Some(ip) = args.node_ip {
         builder = builder.node_ip(ip);
     }

@@ -50,6 +50,19 @@ fn uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().unwrap_or_default()
 }
 
+/// The annotation naming where the kubelet got a pod from (`file`, `http`;
+/// `api` for the API server's pods).
+pub const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
+
+/// `IsStaticPod`: a pod from a source other than the API server.
+pub fn is_static(pod: &Pod) -> bool {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CONFIG_SOURCE_ANNOTATION))
+        .is_some_and(|source| source != "api")
+}
+
 /// Starts watching the pods bound to `node_name`.
 pub fn spawn(
     client: kube::Client,

@@ -111,6 +111,57 @@ pub fn container_value(
     }
 }
 
+/// `PodRequests` (`pkg/api/v1/resource/helpers.go`): what a pod asks of the
+/// node, per resource: the sum over its containers, raised to any single init
+/// container's request (they run one at a time before the others), plus the
+/// pod overhead. CPU is in millicores, everything else in units.
+pub fn pod_requests(pod: &Pod) -> BTreeMap<String, i64> {
+    fn add(into: &mut BTreeMap<String, i64>, list: Option<&List>) {
+        for (name, q) in list.into_iter().flatten() {
+            *into.entry(name.clone()).or_default() += amount_of(name, q);
+        }
+    }
+    let Some(spec) = pod.spec.as_ref() else {
+        return BTreeMap::new();
+    };
+    fn requests(c: &Container) -> Option<&List> {
+        c.resources.as_ref().and_then(|r| r.requests.as_ref())
+    }
+    let mut total = BTreeMap::new();
+    for c in &spec.containers {
+        add(&mut total, requests(c));
+    }
+    for c in spec.init_containers.iter().flatten() {
+        for (name, q) in requests(c).into_iter().flatten() {
+            let value = amount_of(name, q);
+            let entry = total.entry(name.clone()).or_default();
+            *entry = (*entry).max(value);
+        }
+    }
+    add(&mut total, spec.overhead.as_ref());
+    total
+}
+
+/// A node's `allocatable` in the units of [`pod_requests`].
+pub fn amounts(list: &List) -> BTreeMap<String, i64> {
+    list.iter()
+        .map(|(name, q)| (name.clone(), amount_of(name, q)))
+        .collect()
+}
+
+/// A quantity of `name` as the scheduler counts it: CPU in millicores, every
+/// other resource in units; an unparsable quantity (the API server validates
+/// them) counts as 0.
+fn amount_of(name: &str, q: &Quantity) -> i64 {
+    let amount = parse(q).unwrap_or(Amount::ZERO);
+    let value = if name == "cpu" {
+        amount.milli_value()
+    } else {
+        amount.value()
+    };
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
 fn is_zero(q: &Quantity) -> bool {
     parse(q).is_ok_and(|a| a.numerator == 0)
 }

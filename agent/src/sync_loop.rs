@@ -6,10 +6,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
+use crate::admission::{self, SysctlAllowlist};
+use crate::events::{self, Type};
 use crate::housekeeping;
 use crate::pleg::{self, Snapshot};
 use crate::pod_config::{Op, PodUpdate};
@@ -31,6 +33,22 @@ pub struct SyncLoop {
     minimum_grace: Duration,
     /// Whether pod config has delivered its first full listing.
     listed: bool,
+    admission: Admission,
+    /// Pods that admission rejected, with the status they were failed with:
+    /// they never get a worker.
+    rejected: HashMap<String, Arc<PodStatus>>,
+}
+
+/// What pod admission needs: the allowlist of sysctls, the Node as last
+/// written, and the recorder for the rejection events.
+#[derive(Debug)]
+pub struct Admission {
+    /// The sysctls pods may set.
+    pub sysctls: SysctlAllowlist,
+    /// The Node as last written (`getNodeAnyWay`).
+    pub node: watch::Receiver<Option<Node>>,
+    /// The event recorder.
+    pub events: events::Recorder,
 }
 
 /// The channels the sync loop reads.
@@ -48,6 +66,12 @@ fn uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().unwrap_or_default()
 }
 
+/// Whether the API already has the pod `Succeeded` or `Failed`.
+fn is_terminal(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    matches!(phase, Some("Succeeded" | "Failed"))
+}
+
 impl SyncLoop {
     /// A sync loop dispatching to `workers`.
     pub fn new(
@@ -56,6 +80,7 @@ impl SyncLoop {
         runtime: Runtime,
         snapshot: watch::Receiver<Arc<Snapshot>>,
         minimum_grace: Duration,
+        admission: Admission,
     ) -> Self {
         Self {
             pods: HashMap::new(),
@@ -66,6 +91,8 @@ impl SyncLoop {
             snapshot,
             minimum_grace,
             listed: false,
+            admission,
+            rejected: HashMap::new(),
         }
     }
 
@@ -99,12 +126,22 @@ impl SyncLoop {
         }
     }
 
-    fn handle_config(&mut self, update: PodUpdate) {
+    fn handle_config(&mut self, mut update: PodUpdate) {
+        // `HandlePodAdditions` admits new pods oldest first.
+        update.pods.sort_by(|a, b| {
+            a.metadata
+                .creation_timestamp
+                .cmp(&b.metadata.creation_timestamp)
+        });
         match update.op {
             Op::Add | Op::Update | Op::Delete => {
                 for pod in update.pods {
                     let uid = uid(&pod);
+                    let new = !self.pods.contains_key(&uid);
                     self.pods.insert(uid.clone(), pod);
+                    if new {
+                        self.admit(&uid);
+                    }
                     self.dispatch(&uid);
                 }
             }
@@ -127,11 +164,14 @@ impl SyncLoop {
                 }
                 for pod in update.pods {
                     let uid = uid(&pod);
-                    let changed = self
-                        .pods
-                        .get(&uid)
-                        .is_none_or(|old| crate::pod_config::differ_semantically(old, &pod));
+                    let old = self.pods.get(&uid);
+                    let new = old.is_none();
+                    let changed =
+                        old.is_none_or(|old| crate::pod_config::differ_semantically(old, &pod));
                     self.pods.insert(uid.clone(), pod);
+                    if new {
+                        self.admit(&uid);
+                    }
                     if changed {
                         self.dispatch(&uid);
                     }
@@ -140,9 +180,52 @@ impl SyncLoop {
         }
     }
 
+    /// Runs the admit handlers for a pod seen for the first time; a rejected
+    /// pod is failed (`rejectPod`) and never gets a worker.
+    fn admit(&mut self, uid: &str) {
+        let Some(pod) = self.pods.get(uid).cloned() else {
+            return;
+        };
+        // A pod already running here, or already finished, was admitted before.
+        if self.workers.contains(uid) || is_terminal(&pod) {
+            return;
+        }
+        let others: Vec<&Pod> = self
+            .pods
+            .iter()
+            .filter(|(other, p)| {
+                other.as_str() != uid && !self.rejected.contains_key(*other) && !is_terminal(p)
+            })
+            .map(|(_, p)| p.as_ref())
+            .collect();
+        let node = self.admission.node.borrow().clone();
+        let rejection =
+            match admission::admit(&self.admission.sysctls, node.as_ref(), &pod, &others) {
+                Ok(()) => return,
+                Err(rejection) => rejection,
+            };
+        tracing::info!(pod = %crate::runtime::pod_key(&pod), reason = %rejection.reason, message = %rejection.message, "pod rejected");
+        self.admission.events.pod(
+            &pod,
+            None,
+            Type::Warning,
+            rejection.reason.clone(),
+            rejection.message.clone(),
+        );
+        let status = Arc::new(PodStatus {
+            phase: Some("Failed".into()),
+            reason: Some(rejection.reason),
+            message: Some(format!("Pod was rejected: {}", rejection.message)),
+            ..Default::default()
+        });
+        self.status.set(&pod, status.clone(), true, false);
+        self.rejected.insert(uid.to_owned(), status);
+    }
+
     /// The pod is gone from the API: kill it (`HandlePodRemoves`).
     fn remove(&mut self, uid: &str, pod: Arc<Pod>) {
         self.pods.remove(uid);
+        self.rejected.remove(uid);
         if self.workers.contains(uid) {
             let grace = pod_workers::grace_period(&pod);
             self.removed.insert(uid.to_owned(), pod.clone());
@@ -163,6 +246,13 @@ impl SyncLoop {
         let Some(pod) = self.pods.get(uid).cloned() else {
             return;
         };
+        if let Some(status) = self.rejected.get(uid) {
+            // Nothing runs: a deletion is finalized at once.
+            if pod.metadata.deletion_timestamp.is_some() {
+                self.status.set(&pod, status.clone(), true, true);
+            }
+            return;
+        }
         let kind = if pod.metadata.deletion_timestamp.is_some() {
             Kind::Kill {
                 grace: pod_workers::grace_period(&pod),
@@ -174,7 +264,7 @@ impl SyncLoop {
     }
 
     fn handle_pleg(&mut self, event: &pleg::Event) {
-        if self.pods.contains_key(&event.uid) {
+        if self.pods.contains_key(&event.uid) && !self.rejected.contains_key(&event.uid) {
             let Some(pod) = self.pods.get(&event.uid).cloned() else {
                 return;
             };
