@@ -35,9 +35,9 @@ impl Shell<'_> {
     /// trailing newlines, as `sh` does.
     ///
     /// The subshell starts from a copy of this shell's context, variables,
-    /// parameters and `$?` (so its `exit`, `cd`-less state changes and
-    /// variables stay inside it) and receives no signals; its traps start
-    /// reset, as a subshell's do. Meanwhile this shell still takes its own
+    /// parameters and `$?` (so its `exit` and the variables it sets stay
+    /// inside it; the files are shared) and receives no signals; its traps
+    /// start reset, as a subshell's do. Meanwhile this shell still takes its own
     /// signals: SIGKILL, or a SIGTERM that ends it, drops the subshell, so a
     /// `$(sleep 1000)` never keeps a container from stopping; a trapped
     /// SIGTERM runs its handler once the command in progress finishes.
