@@ -162,8 +162,13 @@ async fn malformed_scripts_are_create_errors_naming_problem_and_position() {
             "echo a | grep a",
             &["'|'", "pipelines", "line 1, column 8"][..],
         ),
-        ("echo $(date)", &["command substitution", "line 1"]),
+        ("echo $((1 + 2))", &["arithmetic", "line 1, column 6"]),
         ("echo `date`", &["command substitution"]),
+        (
+            "echo ok\necho \"$(echo a | cat)\"",
+            &["pipelines", "line 2, column 16"],
+        ),
+        ("echo $(oops", &["unterminated '$('", "line 1, column 6"]),
         (
             "echo 'open",
             &["unterminated single quote", "line 1, column 6"],

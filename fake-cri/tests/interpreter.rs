@@ -332,6 +332,20 @@ async fn untrapped_pid1_ignores_term_and_is_killed_at_the_timeout() {
 }
 
 #[tokio::test]
+async fn a_script_waiting_in_a_command_substitution_still_stops() {
+    // PID 1 without a trap: SIGTERM is dropped, SIGKILL at the timeout ends it.
+    let script = "touch /tmp/ready; echo $(sleep 1000); echo after";
+    let (exit, reason, took) = stop_after_start(script_config("c", script), 1).await;
+    assert_eq!((exit, reason.as_str()), (137, "Error"));
+    assert!(took < Duration::from_secs(3), "killed after {took:?}");
+    // Not PID 1: SIGTERM ends it at once, the substitution with it.
+    let config = shared_pid(script_config("c", script));
+    let (exit, _, took) = stop_after_start(config, 30).await;
+    assert_eq!(exit, 143);
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+}
+
+#[tokio::test]
 async fn untrapped_script_in_a_shared_pid_namespace_dies_of_term() {
     let config = shared_pid(script_config("c", "touch /tmp/ready; sleep 600"));
     let (exit, reason, took) = stop_after_start(config, 30).await;

@@ -1,7 +1,8 @@
 //! The interpreter reading and writing the CRI mounts a client passes, seen
 //! through the CRI: the kubelet's atomic-writer layout (`..data` links),
 //! links that leave a mount (refused), read-only mounts, an emptyDir shared
-//! by two containers, and `ExecSync` seeing the same files.
+//! by two containers, `ExecSync` seeing the same files, and `hostname -f`
+//! reading the mounted `/etc/hosts`.
 
 mod common;
 
@@ -280,4 +281,35 @@ async fn a_read_only_root_takes_writes_only_through_mounts() {
     assert_eq!(exit, 0);
     assert_eq!(stdout, ["status 1", "ok"]);
     assert_eq!(stderr, ["touch: /tmp/x: Read-only file system"]);
+}
+
+/// The kubelet's `/etc/hosts` for a pod with hostname `mypod` and subdomain `t`.
+const KUBELET_HOSTS: &str = "# Kubernetes-managed hosts file.\n\
+    127.0.0.1\tlocalhost\n\
+    ::1\tlocalhost ip6-localhost ip6-loopback\n\
+    fe00::0\tip6-localnet\n\
+    fe00::0\tip6-mcastprefix\n\
+    fe00::1\tip6-allnodes\n\
+    fe00::2\tip6-allrouters\n\
+    10.88.0.5\tmypod.t.default.svc.cluster.local\tmypod\n";
+
+#[tokio::test]
+async fn upstream_hostname_fqdn_line_reads_the_mounted_hosts_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let hosts = dir.path().join("hosts");
+    std::fs::write(&hosts, KUBELET_HOSTS).unwrap();
+    let mut env = Env::start().await;
+    let sandbox = env.sandbox("mypod").await;
+    // test/e2e_node/pod_hostnamefqdn_test.go's command.
+    let script = "echo $(hostname)';'$(hostname -f)';'";
+    let mut config = script_config("fqdn", script);
+    config.mounts = vec![mount("/etc/hosts", &hosts, false)];
+    let (exit, stdout, stderr) = run(&mut env, &sandbox, config).await;
+    assert_eq!((exit, stderr.as_slice()), (0, &[] as &[String]));
+    assert_eq!(stdout, ["mypod;mypod.t.default.svc.cluster.local;"]);
+    // Without the mount there is no /etc/hosts, and no DNS to ask.
+    let (exit, stdout, stderr) = run(&mut env, &sandbox, script_config("bare", script)).await;
+    assert_eq!(exit, 0);
+    assert_eq!(stdout, ["mypod;;"]);
+    assert_eq!(stderr, ["hostname: mypod: Unknown host"]);
 }

@@ -76,7 +76,7 @@ impl Word {
             .iter()
             .map(|part| match part {
                 Part::Literal(text) => Some(text.as_str()),
-                Part::Var(_) | Part::Status => None,
+                Part::Var(_) | Part::Status | Part::Command(_) => None,
             })
             .collect()
     }
@@ -91,6 +91,9 @@ pub enum Part {
     Var(String),
     /// `$?`: the exit status of the last command.
     Status,
+    /// `$(LIST)`: the output of a command list run in a subshell, without its
+    /// trailing newlines.
+    Command(List),
 }
 
 /// An output redirection: `>F`, `>>F`, `2>F`, `2>&1`.

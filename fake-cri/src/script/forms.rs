@@ -224,13 +224,25 @@ impl Id {
     }
 }
 
-/// `hostname` takes nothing.
-pub(super) fn hostname(args: &[String]) -> Result<(), String> {
-    match args.first() {
-        None => Ok(()),
-        Some(arg) => Err(format!(
-            "hostname: {arg} is not interpreted (only 'hostname', which prints the sandbox's host name)"
-        )),
+/// What `hostname` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Hostname {
+    /// `hostname`: the host name.
+    Name,
+    /// `hostname -f` (`--fqdn`, `--long`): the canonical name `/etc/hosts`
+    /// gives the host name.
+    Fqdn,
+}
+
+impl Hostname {
+    pub(super) fn parse(args: &[String]) -> Result<Self, String> {
+        match args {
+            [] => Ok(Self::Name),
+            [flag] if matches!(flag.as_str(), "-f" | "--fqdn" | "--long") => Ok(Self::Fqdn),
+            [arg, ..] => Err(format!(
+                "hostname: {arg} is not interpreted (only 'hostname', which prints the sandbox's host name, and 'hostname -f', its name in /etc/hosts)"
+            )),
+        }
     }
 }
 
@@ -412,7 +424,7 @@ pub(super) fn check(argv: &[String]) -> Result<(), String> {
         }
         "printenv" => printenv(args).map(drop),
         "id" => Id::parse(args).map(drop),
-        "hostname" => hostname(args),
+        "hostname" => Hostname::parse(args).map(drop),
         "cat" => cat(args).map(drop),
         "mkdir" => mkdir(args).map(drop),
         "test" => Test::parse(args).map(drop),
@@ -453,6 +465,9 @@ mod tests {
             "id -u",
             "id -g",
             "hostname",
+            "hostname -f",
+            "hostname --fqdn",
+            "hostname --long",
             "cat /a /b",
             "cat",
             "mkdir -p /a/b",
@@ -481,6 +496,9 @@ mod tests {
             ("id", "only 'id -u'"),
             ("id -un", "only 'id -u'"),
             ("hostname -i", "hostname: -i"),
+            ("hostname -s", "hostname: -s"),
+            ("hostname -f -s", "hostname: -f"),
+            ("hostname web", "hostname: web"),
             ("cat -n /f", "option -n"),
             ("mkdir -m 700 /d", "option -m"),
             ("test -x /bin/sh", "test: '-x /bin/sh' is not interpreted"),
@@ -490,8 +508,11 @@ mod tests {
             let error = check(&argv(line)).expect_err(line);
             assert!(error.contains(wanted), "{line:?}: {error}");
         }
-        let nested = check(&["sh".into(), "-c".into(), "echo $(date)".into()]).unwrap_err();
-        assert!(nested.contains("command substitution"), "{nested}");
+        let nested = check(&["sh".into(), "-c".into(), "echo $((1 + 2))".into()]).unwrap_err();
+        assert!(nested.contains("arithmetic"), "{nested}");
+        // A command written out inside a substitution is checked too.
+        let inner = check(&["sh".into(), "-c".into(), "echo $(ls -l /)".into()]).unwrap_err();
+        assert!(inner.contains("option -l"), "{inner}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Splits a script into words and operators.
 
 use super::ast::{Part, Word};
-use super::parse::ParseError;
+use super::parse::{ParseError, parse_at};
 
 /// A token and where it starts.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,12 +25,14 @@ pub(super) enum TokenKind {
     RedirectFd(u8, u8),
 }
 
-pub(super) fn tokenize(script: &str) -> Result<Vec<Token>, ParseError> {
+/// Splits `script`, which starts at `line`:`column` of the whole script
+/// (1:1 unless it is the text of a `$(…)`), so positions are the whole script's.
+pub(super) fn tokenize(script: &str, line: usize, column: usize) -> Result<Vec<Token>, ParseError> {
     Lexer {
         chars: script.chars().collect(),
         pos: 0,
-        line: 1,
-        column: 1,
+        line,
+        column,
         tokens: Vec::new(),
     }
     .run()
@@ -261,7 +263,86 @@ impl Lexer {
     }
 
     fn backtick(&self) -> ParseError {
-        self.error("unsupported syntax '`' (command substitution is not interpreted)")
+        self.error(
+            "unsupported syntax '`' (backquoted command substitution is not interpreted: write $(…))",
+        )
+    }
+
+    /// Reads a command substitution after its `$(`: the text up to the
+    /// matching `)`, parsed as a script with the whole script's positions.
+    fn substitution(&mut self, line: usize, column: usize) -> Result<Part, ParseError> {
+        let (inner_line, inner_column) = (self.line, self.column);
+        let start = self.pos;
+        if !self.skip_substitution() {
+            return Err(ParseError::new(
+                "unterminated '$(' (no matching ')')",
+                line,
+                column,
+            ));
+        }
+        // The cursor is past the closing `)`.
+        let inner: String = self.chars[start..self.pos - 1].iter().collect();
+        Ok(Part::Command(parse_at(&inner, inner_line, inner_column)?))
+    }
+
+    /// Moves past the `)` that closes a `$(` already read, respecting
+    /// quotes, escapes, comments and nested parentheses; false at the end of
+    /// the script. Only finds the end: the text is lexed again as a script.
+    fn skip_substitution(&mut self) -> bool {
+        let mut depth = 1usize;
+        let mut word_start = true;
+        while let Some(c) = self.bump() {
+            match c {
+                '\\' => {
+                    self.bump();
+                }
+                '\'' => loop {
+                    match self.bump() {
+                        Some('\'') => break,
+                        Some(_) => {}
+                        None => return false,
+                    }
+                },
+                // The guard moves past the string; a closed one needs nothing more.
+                '"' if !self.skip_double_quoted() => return false,
+                '#' if word_start => {
+                    while self.peek().is_some_and(|c| c != '\n') {
+                        self.bump();
+                    }
+                }
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return true;
+                    }
+                }
+                _ => {}
+            }
+            word_start = matches!(c, ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')');
+        }
+        false
+    }
+
+    /// Moves past the `"` closing a double-quoted string already opened,
+    /// and past any `$(…)` inside it; false at the end of the script.
+    fn skip_double_quoted(&mut self) -> bool {
+        while let Some(c) = self.bump() {
+            match c {
+                '"' => return true,
+                '\\' => {
+                    self.bump();
+                }
+                '$' if self.peek() == Some('(') => {
+                    self.bump();
+                    if !self.skip_substitution() {
+                        return false;
+                    }
+                }
+                _ => {}
+            }
+        }
+        false
     }
 
     /// Reads `$NAME`, `${NAME}`, `$1`, `$?` at the cursor.
@@ -304,12 +385,17 @@ impl Lexer {
                 }
                 flush(parts, text, Part::Var(name));
             }
-            Some('(') => {
+            Some('(') if self.peek_at(1) == Some('(') => {
                 return Err(ParseError::new(
-                    "unsupported syntax '$(' (command substitution and arithmetic are not interpreted)",
+                    "unsupported syntax '$((' (arithmetic expansion is not interpreted)",
                     line,
                     column,
                 ));
+            }
+            Some('(') => {
+                self.bump();
+                let part = self.substitution(line, column)?;
+                flush(parts, text, part);
             }
             Some(c) if c == '_' || c.is_ascii_alphabetic() => {
                 let mut name = String::new();

@@ -17,6 +17,7 @@ mod parse;
 mod process_info;
 mod shell;
 mod signals;
+mod subst;
 
 pub use ast::{AndOr, Command, Connector, List, Part, Redirect, RedirectTarget, Simple, Word};
 pub use env::{DEFAULT_PATH, Env};

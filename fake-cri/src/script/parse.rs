@@ -47,8 +47,18 @@ const UNSUPPORTED: &[&str] = &["case", "esac", "function", "select", "!"];
 
 /// Parses a script.
 pub fn parse(script: &str) -> Result<List, ParseError> {
-    let tokens = tokenize(script)?;
-    let mut parser = Parser { tokens, pos: 0 };
+    parse_at(script, 1, 1)
+}
+
+/// Parses a script that starts at `line`:`column` of a larger one (the text
+/// of a `$(…)`), so that errors give the larger script's positions.
+pub(super) fn parse_at(script: &str, line: usize, column: usize) -> Result<List, ParseError> {
+    let tokens = tokenize(script, line, column)?;
+    let mut parser = Parser {
+        tokens,
+        pos: 0,
+        start: (line, column),
+    };
     let list = parser.list()?;
     match parser.peek() {
         None => Ok(list),
@@ -59,6 +69,8 @@ pub fn parse(script: &str) -> Result<List, ParseError> {
 struct Parser {
     tokens: Vec<Token>,
     pos: usize,
+    /// Where the script starts: the position of errors in an empty one.
+    start: (usize, usize),
 }
 
 impl Parser {
@@ -77,7 +89,7 @@ impl Parser {
     fn end_position(&self) -> (usize, usize) {
         self.tokens
             .last()
-            .map_or((1, 1), |token| (token.line, token.column))
+            .map_or(self.start, |token| (token.line, token.column))
     }
 
     fn unexpected(&self, token: &Token) -> ParseError {
@@ -356,6 +368,7 @@ mod tests {
             "{ echo a; echo b; }; echo c >> /tmp/out 2>&1",
             "echo a\necho b\n# comment\n",
             "until false; do exit 4; done",
+            "echo $(hostname) \"$(echo \"$(true)\")\"",
             "",
         ] {
             parse(script).unwrap_or_else(|e| panic!("{script:?}: {e}"));
@@ -380,7 +393,7 @@ mod tests {
             err("sleep 1 &"),
             "unsupported syntax '&' (background jobs are not interpreted) at line 1, column 9"
         );
-        assert!(err("echo $(date)").contains("command substitution"));
+        assert!(err("echo $((1 + 2))").contains("arithmetic expansion"));
         assert!(err("echo `date`").contains("command substitution"));
         assert!(err("cat < f").contains("input redirection"));
         assert!(err("echo 'open").contains("unterminated single quote"));

@@ -2,7 +2,7 @@
 //! `hostname`, `id`, and the variable builtins `export` and `unset`.
 
 use super::env::is_name;
-use super::forms::{self, EnvCommand, Id};
+use super::forms::{self, EnvCommand, Hostname, Id};
 use super::shell::{Shell, Stream};
 use super::signals::Stop;
 
@@ -62,13 +62,30 @@ impl Shell<'_> {
         status
     }
 
-    /// `hostname`: the sandbox's host name (the UTS name, not `$HOSTNAME`).
+    /// `hostname`: the sandbox's host name (the UTS name, not `$HOSTNAME`);
+    /// `hostname -f`: its canonical name in `/etc/hosts`, as busybox
+    /// resolves it. Without a hosts entry busybox would ask DNS, which
+    /// fake-cri has not got: that is an unknown host.
     pub(super) fn hostname(&mut self, args: &[String]) -> i32 {
-        if let Err(message) = forms::hostname(args) {
-            return self.usage(&message);
-        }
+        let form = match Hostname::parse(args) {
+            Ok(form) => form,
+            Err(message) => return self.usage(&message),
+        };
         let name = self.context.hostname.clone();
-        self.emit(Stream::Stdout, &format!("{name}\n"));
+        let printed = match form {
+            Hostname::Name => name,
+            Hostname::Fqdn => {
+                let hosts = self.context.files.read("/etc/hosts").unwrap_or_default();
+                match canonical_name(&String::from_utf8_lossy(&hosts), &name) {
+                    Some(fqdn) => fqdn.to_owned(),
+                    None => {
+                        self.emit(Stream::Stderr, &format!("hostname: {name}: Unknown host\n"));
+                        return 1;
+                    }
+                }
+            }
+        };
+        self.emit(Stream::Stdout, &format!("{printed}\n"));
         0
     }
 
@@ -132,4 +149,19 @@ impl Shell<'_> {
             self.vars.insert(name.to_owned(), value);
         }
     }
+}
+
+/// The canonical name of `name` in a hosts file: the first name of the first
+/// line that lists `name` (case-insensitively, as the resolver compares
+/// names). `#` starts a comment; a line is an address and its names.
+pub(super) fn canonical_name<'h>(hosts: &'h str, name: &str) -> Option<&'h str> {
+    hosts.lines().find_map(|line| {
+        let line = line.split('#').next().unwrap_or_default();
+        let mut names = line.split_whitespace().skip(1);
+        let canonical = names.next()?;
+        std::iter::once(canonical)
+            .chain(names)
+            .any(|n| n.eq_ignore_ascii_case(name))
+            .then_some(canonical)
+    })
 }

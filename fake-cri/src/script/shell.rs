@@ -77,6 +77,9 @@ pub struct Shell<'a> {
     pub(super) pending_term: bool,
     pub(super) status: i32,
     pub(super) routes: [Route; 2],
+    /// The status of the last command substitution of the command being
+    /// expanded: the status of a command made only of assignments.
+    pub(super) substitution_status: Option<i32>,
 }
 
 impl<'a> Shell<'a> {
@@ -98,7 +101,7 @@ impl<'a> Shell<'a> {
         Self::new(context, output, None, false)
     }
 
-    fn new(
+    pub(super) fn new(
         context: Context,
         output: &'a mut dyn Output,
         signals: Option<&'a mut mpsc::UnboundedReceiver<Signal>>,
@@ -116,6 +119,7 @@ impl<'a> Shell<'a> {
             pending_term: false,
             status: 0,
             routes: [Route::Stream(Stream::Stdout), Route::Stream(Stream::Stderr)],
+            substitution_status: None,
         }
     }
 
@@ -138,7 +142,7 @@ impl<'a> Shell<'a> {
         }
     }
 
-    async fn run_exit_trap(&mut self, result: Result<i32, Stop>) -> Result<i32, Stop> {
+    pub(super) async fn run_exit_trap(&mut self, result: Result<i32, Stop>) -> Result<i32, Stop> {
         let Some(handler) = self.on_exit.take() else {
             return result;
         };
@@ -225,7 +229,7 @@ impl<'a> Shell<'a> {
                     let mut status = 0;
                     for value in values {
                         let started = Instant::now();
-                        let value = self.expand(value);
+                        let value = self.expand(value).await?;
                         self.assign(name, value);
                         status = self.list(body).await?;
                         self.pace(started).await?;
@@ -247,26 +251,38 @@ impl<'a> Shell<'a> {
         Ok(())
     }
 
-    pub(super) fn expand(&self, word: &Word) -> String {
+    /// Expands a word: variables, `$?` and command substitutions (which may
+    /// run for a while, and end with a signal).
+    pub(super) async fn expand(&mut self, word: &Word) -> Result<String, Stop> {
         let mut out = String::new();
         for part in &word.0 {
             match part {
                 Part::Literal(text) => out.push_str(text),
                 Part::Status => out.push_str(&self.status.to_string()),
                 Part::Var(name) => {
-                    if let Ok(index) = name.parse::<usize>() {
-                        if let Some(arg) = self.args.get(index) {
-                            out.push_str(arg);
-                        }
-                    } else if let Some(value) = self.vars.get(name) {
-                        out.push_str(value);
-                    } else if let Some(value) = self.context.env.get(name) {
+                    if let Some(value) = self.lookup(name) {
                         out.push_str(value);
                     }
                 }
+                Part::Command(list) => {
+                    let text = self.substitute(list).await?;
+                    out.push_str(&text);
+                }
             }
         }
-        out
+        Ok(out)
+    }
+
+    /// A positional parameter, a script variable or an environment variable.
+    fn lookup(&self, name: &str) -> Option<&str> {
+        match name.parse::<usize>() {
+            Ok(index) => self.args.get(index).map(String::as_str),
+            Err(_) => self
+                .vars
+                .get(name)
+                .map(String::as_str)
+                .or_else(|| self.context.env.get(name)),
+        }
     }
 
     fn route(&self, path: &str) -> Route {
@@ -295,10 +311,15 @@ impl<'a> Shell<'a> {
         }
     }
 
+    /// Runs a simple command as `sh` does: its words are expanded first
+    /// (so a substitution's stderr is not redirected), then the redirections
+    /// are done, then the assignments or the command.
     async fn simple(&mut self, simple: &Simple) -> Result<i32, Stop> {
+        self.substitution_status = None;
+        let (assignments, argv) = self.expand_simple(simple).await?;
         let saved = self.routes.clone();
-        let result = match self.redirect(simple) {
-            Ok(()) => self.run_simple(simple).await,
+        let result = match self.redirect(simple).await? {
+            Ok(()) => self.run_simple(assignments, argv).await,
             Err(message) => {
                 self.routes = saved.clone();
                 self.emit(Stream::Stderr, &format!("{message}\n"));
@@ -313,31 +334,31 @@ impl<'a> Shell<'a> {
     }
 
     /// Points the descriptors where the command's redirections say; a file
-    /// is created (or truncated by `>`) now, as `sh` opens it.
-    fn redirect(&mut self, simple: &Simple) -> Result<(), String> {
+    /// is created (or truncated by `>`) now, as `sh` opens it. The inner
+    /// `Err` is a redirection that failed, the outer one a signal.
+    async fn redirect(&mut self, simple: &Simple) -> Result<Result<(), String>, Stop> {
         for redirect in &simple.redirects {
             let index = usize::from(redirect.fd == 2);
             self.routes[index] = match &redirect.target {
                 RedirectTarget::Fd(fd) => self.routes[usize::from(*fd == 2)].clone(),
                 RedirectTarget::File { path, append } => {
-                    let path = self.expand(path);
+                    let path = self.expand(path).await?;
                     let route = self.route(&path);
-                    if let Route::File(path) = &route {
-                        self.context
-                            .files
-                            .write(path, &[], *append)
-                            .map_err(|error| format!("sh: can't create {path}: {error}"))?;
+                    if let Route::File(path) = &route
+                        && let Err(error) = self.context.files.write(path, &[], *append)
+                    {
+                        return Ok(Err(format!("sh: can't create {path}: {error}")));
                     }
                     route
                 }
             };
         }
-        Ok(())
+        Ok(Ok(()))
     }
 
-    /// Runs a simple command's assignments and command: `NAME=VALUE` alone
-    /// sets a variable; before a command it is exported to that command only.
-    async fn run_simple(&mut self, simple: &Simple) -> Result<i32, Stop> {
+    /// Expands a simple command's words: its leading `NAME=VALUE`
+    /// assignments, and the command with its arguments.
+    async fn expand_simple(&mut self, simple: &Simple) -> Result<Assignments, Stop> {
         let mut words = simple.words.iter().peekable();
         let mut assignments = Vec::new();
         while let Some(word) = words.peek() {
@@ -349,15 +370,30 @@ impl<'a> Shell<'a> {
             };
             let mut rest = Word(word.0.clone());
             rest.0[0] = Part::Literal(value.to_owned());
-            assignments.push((name.to_owned(), self.expand(&rest)));
+            let name = name.to_owned();
+            assignments.push((name, self.expand(&rest).await?));
             words.next();
         }
-        let argv: Vec<String> = words.map(|w| self.expand(w)).collect();
+        let mut argv = Vec::new();
+        for word in words {
+            argv.push(self.expand(word).await?);
+        }
+        Ok((assignments, argv))
+    }
+
+    /// Runs a simple command's assignments and command: `NAME=VALUE` alone
+    /// sets a variable; before a command it is exported to that command only.
+    async fn run_simple(
+        &mut self,
+        assignments: Vec<(String, String)>,
+        argv: Vec<String>,
+    ) -> Result<i32, Stop> {
         if argv.is_empty() {
             for (name, value) in assignments {
                 self.assign(&name, value);
             }
-            return Ok(0);
+            // As in sh: the status of the last substitution, else 0.
+            return Ok(self.substitution_status.take().unwrap_or(0));
         }
         if assignments.is_empty() {
             return self.builtin(&argv).await;
@@ -371,3 +407,6 @@ impl<'a> Shell<'a> {
         result
     }
 }
+
+/// A simple command's expanded assignments and argv.
+type Assignments = (Vec<(String, String)>, Vec<String>);

@@ -55,6 +55,33 @@ pub(super) enum Stop {
     Signal(Outcome),
 }
 
+/// What a signal does to a shell.
+pub(super) enum Effect {
+    /// It ends the shell.
+    Stop(Stop),
+    /// A trap runs once the command in progress finishes.
+    Defer,
+    /// Nothing happens.
+    Ignore,
+}
+
+/// What `signal` does to a shell whose TERM trap is `term`.
+pub(super) fn effect(signal: Signal, term: &Trap, pid1: bool) -> Effect {
+    match signal {
+        Signal::Kill { oom } => Effect::Stop(Stop::Signal(Outcome {
+            exit_code: 137,
+            oom_killed: oom,
+        })),
+        Signal::Term => match term {
+            Trap::Handler(_) => Effect::Defer,
+            Trap::Ignore => Effect::Ignore,
+            // PID 1 has no default action for SIGTERM: the kernel drops it.
+            Trap::Default if pid1 => Effect::Ignore,
+            Trap::Default => Effect::Stop(Stop::Signal(Outcome::exited(143))),
+        },
+    }
+}
+
 impl Shell<'_> {
     /// Runs the TERM trap if a SIGTERM arrived while the last command ran:
     /// like `sh`, the trap runs only once the command in progress finished.
@@ -71,21 +98,13 @@ impl Shell<'_> {
     }
 
     pub(super) fn on_signal(&mut self, signal: Signal) -> Result<(), Stop> {
-        match signal {
-            Signal::Kill { oom } => Err(Stop::Signal(Outcome {
-                exit_code: 137,
-                oom_killed: oom,
-            })),
-            Signal::Term => match self.term {
-                Trap::Handler(_) => {
-                    self.pending_term = true;
-                    Ok(())
-                }
-                Trap::Ignore => Ok(()),
-                // PID 1 has no default action for SIGTERM: the kernel drops it.
-                Trap::Default if self.pid1 => Ok(()),
-                Trap::Default => Err(Stop::Signal(Outcome::exited(143))),
-            },
+        match effect(signal, &self.term, self.pid1) {
+            Effect::Stop(stop) => Err(stop),
+            Effect::Defer => {
+                self.pending_term = true;
+                Ok(())
+            }
+            Effect::Ignore => Ok(()),
         }
     }
 
