@@ -84,7 +84,7 @@ impl SysctlAllowlist {
     /// the host's network (IPC namespace).
     fn validate(&self, name: &str, host_network: bool, host_ipc: bool) -> Result<(), String> {
         let name = dotted(name);
-        let allowed = self.names.iter().any(|n| *n == name)
+        let allowed = self.names.contains(&name)
             || self.prefixes.iter().any(|p| name.starts_with(p.as_str()));
         if !allowed {
             return Err(format!("{name:?} not allowlisted"));
