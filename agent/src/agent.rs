@@ -12,6 +12,8 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::admission::SysctlAllowlist;
+use crate::mirror_pods::MirrorClient;
+use crate::static_pods;
 use crate::metrics::Metrics;
 use crate::pod_workers::PodWorkers;
 use crate::runtime::Runtime;
@@ -95,6 +97,7 @@ impl Agent {
             kubelet_addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             cluster_domain: crate::runtime::DEFAULT_CLUSTER_DOMAIN.to_owned(),
             allowed_unsafe_sysctls: Vec::new(),
+            pod_manifest_path: None,
         }
     }
 }
@@ -112,6 +115,7 @@ pub struct AgentBuilder {
     kubelet_addr: SocketAddr,
     cluster_domain: String,
     allowed_unsafe_sysctls: Vec<String>,
+    pod_manifest_path: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -161,6 +165,13 @@ impl AgentBuilder {
     /// Node's `daemonEndpoints.kubeletEndpoint.Port`.
     pub fn kubelet_addr(mut self, addr: SocketAddr) -> Self {
         self.kubelet_addr = addr;
+        self
+    }
+
+    /// Run the static pods whose manifests are in `dir` (the kubelet's
+    /// `staticPodPath`), and keep their mirror pods in the API.
+    pub fn pod_manifest_path(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.pod_manifest_path = Some(dir.into());
         self
     }
 
@@ -299,6 +310,18 @@ impl AgentBuilder {
             shutdown.clone(),
         ));
 
+        // The file source of static pods, when there is a manifest directory.
+        let (static_tx, static_rx) = mpsc::unbounded_channel();
+        if let Some(dir) = &self.pod_manifest_path {
+            tasks.push(static_pods::spawn(
+                dir.clone(),
+                self.node_name.clone(),
+                self.timings.file_check_frequency,
+                static_tx,
+                shutdown.clone(),
+            ));
+        }
+
         let ctx = Context {
             runtime: runtime.clone(),
             status: status.clone(),
@@ -323,6 +346,8 @@ impl AgentBuilder {
                 node: node_rx.clone(),
                 events,
             },
+            MirrorClient::new(self.client.clone(), self.node_name.clone(), node_rx.clone()),
+            self.pod_manifest_path.is_some(),
         );
         tasks.push(tokio::spawn(
             sync_loop
@@ -331,6 +356,7 @@ impl AgentBuilder {
                         config: config_rx,
                         pleg: pleg_rx,
                         done: done_rx,
+                        static_pods: static_rx,
                     },
                     self.timings.sync_frequency,
                     self.timings.housekeeping_period,

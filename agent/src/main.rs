@@ -63,6 +63,12 @@ struct Args {
     /// ending in `*`; comma-separated or repeated).
     #[arg(long, value_delimiter = ',')]
     allowed_unsafe_sysctls: Vec<String>,
+    /// Directory of static pod manifests (the kubelet's `staticPodPath`).
+    #[arg(long)]
+    pod_manifest_path: Option<PathBuf>,
+    /// How often the static pod directory is reread, in milliseconds.
+    #[arg(long)]
+    file_check_frequency_ms: Option<u64>,
     /// Use the shortened test timings (sub-second loops and back-offs).
     #[arg(long)]
     fast: bool,
@@ -123,6 +129,9 @@ async fn main() -> anyhow::Result<()> {
     if let Some(s) = args.max_container_restart_period_seconds {
         timings.crash_backoff_max = Duration::from_secs(s.clamp(1, 300));
     }
+    if let Some(ms) = args.file_check_frequency_ms {
+        timings.file_check_frequency = Duration::from_millis(ms.max(1));
+    }
     let client = client(args.kubeconfig.as_ref()).await?;
     let mut builder = Agent::builder(client, args.node_name, args.cri_endpoint)
         .root_dir(args.root_dir)
@@ -132,6 +141,9 @@ async fn main() -> anyhow::Result<()> {
         .kubelet_addr(args.kubelet_addr)
         .cluster_domain(args.cluster_domain)
         .allowed_unsafe_sysctls(args.allowed_unsafe_sysctls);
+    if let Some(dir) = args.pod_manifest_path {
+        builder = builder.pod_manifest_path(dir);
+    }
     if let Some(ip) = args.node_ip {
         builder = builder.node_ip(ip);
     }

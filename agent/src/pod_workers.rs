@@ -70,6 +70,9 @@ struct Slot {
     pending: Mutex<Option<Update>>,
     notify: Notify,
     closed: AtomicBool,
+    /// Closed to be started again (a static pod whose manifest came back):
+    /// the worker leaves the runtime's objects for the next one.
+    keep_runtime: AtomicBool,
     killed: watch::Sender<bool>,
 }
 
@@ -79,6 +82,7 @@ impl Default for Slot {
             pending: Mutex::default(),
             notify: Notify::new(),
             closed: AtomicBool::new(false),
+            keep_runtime: AtomicBool::new(false),
             killed: watch::Sender::new(false),
         }
     }
@@ -202,6 +206,17 @@ impl PodWorkers {
         self.workers.keys()
     }
 
+    /// Stops and forgets the worker of a terminated pod that starts again
+    /// under the same UID: its runtime objects stay, so the next worker counts
+    /// its containers' restarts on from them (as the kubelet does for a static
+    /// pod whose manifest came back).
+    pub fn forget_keeping_runtime(&mut self, uid: &str) {
+        if let Some(worker) = self.workers.get(uid) {
+            worker.slot.keep_runtime.store(true, Ordering::SeqCst);
+        }
+        self.forget(uid);
+    }
+
     /// Stops and forgets the worker of `uid`; it removes the pod's runtime objects on its way out.
     pub fn forget(&mut self, uid: &str) {
         if let Some(worker) = self.workers.remove(uid) {
@@ -286,7 +301,8 @@ async fn run(
             _ = shutdown.changed() => return,
         };
         if slot.is_closed() {
-            if let Some(pod) = last.as_ref().map(|u| u.pod.clone()) {
+            let keep = slot.keep_runtime.load(Ordering::SeqCst);
+            if let Some(pod) = last.as_ref().map(|u| u.pod.clone()).filter(|_| !keep) {
                 Box::pin(sync_pod::cleanup(&ctx, &mut state, &pod)).await;
             }
             return;

@@ -72,12 +72,17 @@ pub fn normalize(old: Option<&PodStatus>, mut new: PodStatus, now: Timestamp) ->
 enum Message {
     Set {
         uid: String,
+        is_static: bool,
         namespace: String,
         name: String,
         api: Box<PodStatus>,
         status: Arc<PodStatus>,
         terminated: bool,
         finalize: bool,
+    },
+    Mirror {
+        uid: String,
+        mirror_uid: Option<String>,
     },
     Forget {
         uid: String,
@@ -97,12 +102,23 @@ impl Handle {
     pub fn set(&self, pod: &Pod, status: Arc<PodStatus>, terminated: bool, finalize: bool) {
         let _ = self.tx.send(Message::Set {
             uid: pod.metadata.uid.clone().unwrap_or_default(),
+            is_static: crate::pod_config::is_static(pod),
             namespace: pod.metadata.namespace.clone().unwrap_or_default(),
             name: pod.metadata.name.clone().unwrap_or_default(),
             api: Box::new(pod.status.as_ref().map(phase_of).unwrap_or_default()),
             status,
             terminated,
             finalize,
+        });
+    }
+
+    /// Says which mirror pod carries the status of static pod `uid` (`None`:
+    /// none yet, or none that is its own); a static pod's status is written
+    /// to its mirror pod only.
+    pub fn mirror(&self, uid: &str, mirror_uid: Option<String>) {
+        let _ = self.tx.send(Message::Mirror {
+            uid: uid.to_owned(),
+            mirror_uid,
         });
     }
 
@@ -117,6 +133,8 @@ impl Handle {
 /// The cached status of one pod.
 #[derive(Debug)]
 struct Entry {
+    /// A static pod: its status goes to its mirror pod, which it never finalizes.
+    is_static: bool,
     namespace: String,
     name: String,
     /// The phase (with reason and message) the API has as far as we know:
@@ -175,6 +193,7 @@ pub fn spawn(
         client,
         metrics,
         entries: HashMap::new(),
+        mirrors: HashMap::new(),
         writes: JoinSet::new(),
         queue: VecDeque::new(),
     };
@@ -187,6 +206,8 @@ struct Manager {
     client: kube::Client,
     metrics: Arc<Metrics>,
     entries: HashMap<String, Entry>,
+    /// Static pod UID → the UID of its mirror pod.
+    mirrors: HashMap<String, String>,
     writes: JoinSet<(String, u64, Outcome)>,
     queue: VecDeque<String>,
 }
@@ -231,6 +252,7 @@ impl Manager {
         match msg {
             Message::Set {
                 uid,
+                is_static,
                 namespace,
                 name,
                 api,
@@ -239,6 +261,7 @@ impl Manager {
                 finalize,
             } => {
                 let entry = self.entries.entry(uid.clone()).or_insert_with(|| Entry {
+                    is_static,
                     namespace,
                     name,
                     api: *api,
@@ -252,6 +275,9 @@ impl Manager {
                     queued: false,
                     finalized: false,
                 });
+                // Nothing finalizes a static pod through the API: its mirror is
+                // deleted by the mirror pod logic.
+                let finalize = finalize && !is_static;
                 if entry.version > 0
                     && entry.status == status
                     && entry.terminated == terminated
@@ -265,8 +291,20 @@ impl Manager {
                 entry.version += 1;
                 self.request(uid);
             }
+            Message::Mirror { uid, mirror_uid } => {
+                let changed = match mirror_uid {
+                    Some(m) => self.mirrors.insert(uid.clone(), m.clone()) != Some(m),
+                    None => self.mirrors.remove(&uid).is_some(),
+                };
+                // A new mirror pod gets the whole status again.
+                if changed && let Some(entry) = self.entries.get_mut(&uid) {
+                    entry.written = 0;
+                    self.request(uid);
+                }
+            }
             Message::Forget { uid } => {
                 self.entries.remove(&uid);
+                self.mirrors.remove(&uid);
             }
         }
     }
@@ -284,6 +322,8 @@ impl Manager {
                     // A newer status came in while this one was being written.
                     self.request(uid);
                 }
+                // A static pod's mirror was replaced: the next one is announced.
+                Outcome::Gone if entry.is_static => {}
                 Outcome::Gone => {
                     self.entries.remove(&uid);
                 }
@@ -324,12 +364,22 @@ impl Manager {
         let Some(entry) = self.entries.get_mut(uid) else {
             return;
         };
+        // A static pod's status goes to its mirror pod, once there is one
+        // (upstream skips the write until then too).
+        let target = if entry.is_static {
+            match self.mirrors.get(uid) {
+                Some(mirror) => mirror.clone(),
+                None => return,
+            }
+        } else {
+            uid.to_owned()
+        };
         entry.in_flight = true;
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &entry.namespace);
         let name = entry.name.clone();
         let pod = format!("{}/{name}", entry.namespace);
         let version = entry.version;
-        let finalize = entry.finalize && !entry.finalized;
+        let finalize = entry.finalize && !entry.finalized && !entry.is_static;
         // The patch is built here, the write goes out on its own task; the
         // response (the whole pod) is not parsed: nothing here needs it.
         let patch = (entry.written < entry.version).then(|| {
@@ -340,7 +390,7 @@ impl Manager {
             );
             entry.sending = Some(phase_of(&status));
             let body = serde_json::json!({
-                "metadata": { "uid": uid },
+                "metadata": { "uid": target },
                 "status": status,
             });
             kube::core::Request::new(format!("/api/v1/namespaces/{}/pods", entry.namespace))

@@ -23,7 +23,8 @@ use super::{Error, Result};
 pub enum AgentSpec {
     /// The reference agent, in process.
     Reference,
-    /// An agent binary started per node from a template with `{kubeconfig} {node} {cri_endpoint} {root_dir}`.
+    /// An agent binary started per node from a template with `{kubeconfig} {node} {cri_endpoint}
+    /// {root_dir}` and, for static pods, `{manifests}` (the node's static pod directory).
     Command(String),
     /// An upstream kubelet binary started per node, configured by the harness ([`super::kubelet`]).
     Kubelet(PathBuf),
@@ -46,6 +47,17 @@ impl AgentSpec {
     pub fn has_runtime_control(&self) -> bool {
         !matches!(self, AgentSpec::Existing(_))
     }
+
+    /// Whether the harness can place static pod manifests on the node: the
+    /// reference agent and a kubelet read the node's manifest directory, an
+    /// agent command does when its template passes `{manifests}`.
+    pub fn has_static_pods(&self) -> bool {
+        match self {
+            AgentSpec::Reference | AgentSpec::Kubelet(_) => true,
+            AgentSpec::Command(template) => template.contains("{manifests}"),
+            AgentSpec::Existing(_) => false,
+        }
+    }
 }
 
 /// Splits an agent command template into words (single and double quotes group; no shell is involved)
@@ -56,6 +68,7 @@ pub fn render_command(
     node: &str,
     cri_endpoint: &str,
     root_dir: &str,
+    manifests: &str,
 ) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     let mut current = String::new();
@@ -97,6 +110,7 @@ pub fn render_command(
                 .replace("{node}", node)
                 .replace("{cri_endpoint}", cri_endpoint)
                 .replace("{root_dir}", root_dir)
+                .replace("{manifests}", manifests)
         })
         .collect())
 }
@@ -252,6 +266,7 @@ mod tests {
             "n1",
             "unix:///c.sock",
             "/r",
+            "/m",
         )
         .unwrap();
         assert_eq!(
@@ -268,8 +283,8 @@ mod tests {
                 "/r/x y"
             ]
         );
-        assert!(render_command("a 'b", "", "", "", "").is_err());
-        assert!(render_command("  ", "", "", "", "").is_err());
+        assert!(render_command("a 'b", "", "", "", "", "").is_err());
+        assert!(render_command("  ", "", "", "", "", "").is_err());
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub enum Launch<'a> {
         /// Use `Timings::fast()`.
         fast: bool,
     },
-    /// An agent command template (`{kubeconfig} {node} {cri_endpoint} {root_dir}`).
+    /// An agent command template (`{kubeconfig} {node} {cri_endpoint} {root_dir} {manifests}`).
     Command(&'a str),
     /// An upstream kubelet binary configured by the harness ([`super::kubelet`]).
     Kubelet(&'a Path),
@@ -72,6 +72,8 @@ pub struct NodeHandle {
     pub name: String,
     /// The fake-cri control API of the node, when the harness runs the runtime.
     pub control: Option<control::Client>,
+    /// The node's static pod directory, when its agent reads one the harness knows.
+    pub manifests: Option<PathBuf>,
     logs: Option<LogBuffer>,
     spawned: Option<Spawned>,
 }
@@ -82,6 +84,7 @@ impl NodeHandle {
         NodeHandle {
             name: name.to_string(),
             control: None,
+            manifests: None,
             logs: None,
             spawned: None,
         }
@@ -112,6 +115,15 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
         source,
     })?;
     let control_socket = dir.join("control.sock");
+    // The static pod directory: the kubelet's `staticPodPath` is its own (`kubelet/manifests`).
+    let manifests = match config.launch {
+        Launch::Kubelet(_) => dir.join("kubelet").join("manifests"),
+        Launch::Reference { .. } | Launch::Command(_) => dir.join("manifests"),
+    };
+    std::fs::create_dir_all(&manifests).map_err(|source| Error::Io {
+        what: format!("creating {}", manifests.display()),
+        source,
+    })?;
     let cri = nodeconform_fake_cri::FakeCri::builder()
         .socket(dir.join("cri.sock"))
         .control_socket(&control_socket)
@@ -124,7 +136,7 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
         })?;
     let endpoint = cri.endpoint();
     let started = match config.launch {
-        Launch::Reference { fast } => spawn_reference(&config, &endpoint, &root, fast)
+        Launch::Reference { fast } => spawn_reference(&config, &endpoint, &root, &manifests, fast)
             .await
             .map(|a| (a, None)),
         Launch::Command(template) => {
@@ -134,6 +146,7 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
                 name,
                 &endpoint,
                 &root.to_string_lossy(),
+                &manifests.to_string_lossy(),
             );
             spawn_command(&config, words).await
         }
@@ -159,6 +172,10 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
     Ok(NodeHandle {
         name: name.to_string(),
         control: Some(control::Client::new(control_socket)),
+        manifests: match config.launch {
+            Launch::Command(template) if !template.contains("{manifests}") => None,
+            _ => Some(manifests),
+        },
         logs,
         spawned: Some(Spawned {
             cri,
@@ -203,6 +220,7 @@ async fn spawn_reference(
     config: &Config<'_>,
     endpoint: &str,
     root: &Path,
+    manifests: &Path,
     fast: bool,
 ) -> Result<AgentProcess> {
     let agent_err = |message: String| Error::Agent {
@@ -217,6 +235,7 @@ async fn spawn_reference(
     let handle = nodeconform_agent::Agent::builder(config.client.clone(), config.name, endpoint)
         .root_dir(root)
         .timings(timings)
+        .pod_manifest_path(manifests)
         .spawn()
         .await
         .map_err(|e| agent_err(e.to_string()))?;
@@ -238,6 +257,7 @@ async fn spawn_reference(
     _config: &Config<'_>,
     _endpoint: &str,
     _root: &Path,
+    _manifests: &Path,
     _fast: bool,
 ) -> Result<AgentProcess> {
     Err(Error::NotBuilt {

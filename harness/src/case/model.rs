@@ -39,6 +39,11 @@ pub struct Case {
     pub timeout: CaseDuration,
     /// The Pod under test; the harness sets its namespace and `spec.nodeName`.
     pub pod: Box<Pod>,
+    /// The pod is a static pod: `create` writes it as a manifest into the
+    /// node's static pod directory (namespace set, no `nodeName`), and the
+    /// steps watch its mirror pod `<name>-<node>`.
+    #[serde(default, rename = "static")]
+    pub static_pod: bool,
     /// Extra objects created (in order, before the pod) by the `create` step.
     #[serde(default)]
     pub objects: Vec<Object>,
@@ -69,6 +74,8 @@ pub enum Requirement {
     RuntimeControl,
     /// The case gets a node of its own, so node-wide changes (runtime down) affect no other case.
     DedicatedNode,
+    /// The harness places static pod manifests on the node (`static: true` cases).
+    StaticPods,
 }
 
 impl Requirement {
@@ -77,6 +84,7 @@ impl Requirement {
         match self {
             Requirement::RuntimeControl => "runtime-control",
             Requirement::DedicatedNode => "dedicated-node",
+            Requirement::StaticPods => "static-pods",
         }
     }
 }
@@ -137,6 +145,10 @@ pub enum Step {
     ExpectEvents(EventExpectation),
     /// A container's log, read through `pods/log`, must match.
     ExpectLogs(LogExpectation),
+    /// Rewrite a static pod's manifest with this JSON merge patch (RFC 7386) applied.
+    UpdateManifest(serde_json::Value),
+    /// Remove a static pod's manifest from the node.
+    RemoveManifest,
 }
 
 impl Step {
@@ -156,6 +168,8 @@ impl Step {
             Step::DeleteObject(_) => "deleteObject",
             Step::ExpectEvents(_) => "expectEvents",
             Step::ExpectLogs(_) => "expectLogs",
+            Step::UpdateManifest(_) => "updateManifest",
+            Step::RemoveManifest => "removeManifest",
         }
     }
 }
@@ -283,6 +297,17 @@ impl Case {
     pub fn pod_name(&self) -> &str {
         self.pod.metadata.name.as_deref().unwrap_or_default()
     }
+
+    /// The name of the pod the steps watch on `node`: the pod's, or for a
+    /// static pod its mirror pod's, `<name>-<node>` (the kubelet's
+    /// `generatePodName`).
+    pub fn observed_name(&self, node: &str) -> String {
+        if self.static_pod {
+            format!("{}-{}", self.pod_name(), node.to_lowercase())
+        } else {
+            self.pod_name().to_owned()
+        }
+    }
 }
 
 impl TaggedEnum for Object {
@@ -320,11 +345,14 @@ impl TaggedEnum for Step {
         "deleteObject",
         "expectEvents",
         "expectLogs",
+        "updateManifest",
+        "removeManifest",
     ];
     fn unit(tag: &str) -> Option<Self> {
         match tag {
             "create" => Some(Step::Create),
             "removeFinalizers" => Some(Step::RemoveFinalizers),
+            "removeManifest" => Some(Step::RemoveManifest),
             _ => None,
         }
     }
@@ -346,6 +374,7 @@ impl TaggedEnum for Step {
             "deleteObject" => Some(Step::DeleteObject(map.next_value()?)),
             "expectEvents" => Some(Step::ExpectEvents(map.next_value()?)),
             "expectLogs" => Some(Step::ExpectLogs(map.next_value()?)),
+            "updateManifest" => Some(Step::UpdateManifest(map.next_value()?)),
             _ => None,
         })
     }

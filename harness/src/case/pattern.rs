@@ -114,6 +114,30 @@ pub struct PodPattern {
     /// Init container statuses by container name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub init_containers: BTreeMap<String, ContainerPattern>,
+    /// `spec.containers[].image` by container name (what the pod asks for,
+    /// not what the runtime reports).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub images: BTreeMap<String, String>,
+    /// A mirror pod as the kubelet makes one (true), or not a mirror pod (false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirror: Option<bool>,
+    /// The UID differs from the first one the watch saw — the object was
+    /// deleted and created again (true) — or is that one (false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recreated: Option<bool>,
+    /// Filled in by the runner: the node's name and UID (a mirror pod's owner)
+    /// and the first UID the watch saw.
+    #[serde(skip)]
+    pub resolved: Resolved,
+}
+
+/// What a pattern is compared with besides the pod, looked up when its step runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Resolved {
+    /// The node under test: name and UID.
+    pub node: Option<(String, String)>,
+    /// The UID of the first state the watch saw.
+    pub first_uid: Option<String>,
 }
 
 impl PodPattern {
@@ -129,6 +153,9 @@ impl PodPattern {
             || !self.conditions.is_empty()
             || !self.containers.is_empty()
             || !self.init_containers.is_empty()
+            || !self.images.is_empty()
+            || self.mirror.is_some()
+            || self.recreated.is_some()
     }
 }
 

@@ -101,6 +101,12 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
     for object in &case.objects {
         check_object(object, || Anchor::TopKey("objects"), &mut out);
     }
+    if case.static_pod && !case.requires.contains(&Requirement::StaticPods) {
+        out.push(problem(
+            Anchor::TopKey("static"),
+            "a static pod case needs `requires: [static-pods]` (setups that cannot place manifests ignore the case)",
+        ));
+    }
     let mut created = false;
     for (i, step) in case.steps.iter().enumerate() {
         let here = || Anchor::Step(i);
@@ -177,6 +183,22 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
                 }
             }
             Step::DeleteObject(_) => {}
+            Step::UpdateManifest(_) | Step::RemoveManifest => {
+                if !case.static_pod {
+                    out.push(problem(
+                        here(),
+                        format!("`{}` needs `static: true`: only a static pod has a manifest", step.kind()),
+                    ));
+                }
+                if !created {
+                    out.push(problem(here(), format!("`{}` before `create`", step.kind())));
+                }
+                if let Step::UpdateManifest(patch) = step
+                    && !patch.is_object()
+                {
+                    out.push(problem(here(), "updateManifest: expected a mapping (a JSON merge patch of the pod)"));
+                }
+            }
             Step::ExpectEvents(events) => {
                 if events.events.is_empty() && events.never.is_empty() {
                     out.push(problem(

@@ -86,6 +86,9 @@ pub fn pod_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
             return Some(format!("podIP set: {seen}, expected {has_ip}"));
         }
     }
+    if let Some(m) = identity_mismatch(pattern, pod) {
+        return Some(m);
+    }
     for (type_, cp) in &pattern.conditions {
         let found = status
             .and_then(|s| s.conditions.as_ref())
@@ -115,6 +118,79 @@ pub fn pod_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
                 return Some(format!("{label} {name}: {m}"));
             }
         }
+    }
+    None
+}
+
+/// The spec's images, whether it is a mirror pod, whether it is the first object seen.
+fn identity_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
+    for (name, want) in &pattern.images {
+        let seen = pod
+            .spec
+            .iter()
+            .flat_map(|s| s.containers.iter())
+            .find(|c| &c.name == name)
+            .and_then(|c| c.image.as_deref());
+        if seen != Some(want.as_str()) {
+            return Some(format!(
+                "container {name}'s image is {}, expected {want}",
+                seen.unwrap_or("<none>")
+            ));
+        }
+    }
+    if let Some(want) = pattern.mirror {
+        let problem = mirror_problem(pod, pattern.resolved.node.as_ref());
+        match (want, problem) {
+            (true, Some(problem)) => return Some(format!("not a mirror pod: {problem}")),
+            (false, None) => return Some("a mirror pod, expected none".into()),
+            _ => {}
+        }
+    }
+    if let Some(want) = pattern.recreated {
+        let Some(first) = &pattern.resolved.first_uid else {
+            return Some("no earlier state to compare the UID with".into());
+        };
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        if (uid != first) != want {
+            return Some(if want {
+                format!("uid is still the first one, {first}")
+            } else {
+                format!("uid is {uid}, not the first one, {first}")
+            });
+        }
+    }
+    None
+}
+
+/// `validateMirrorPod` of the upstream mirror pod tests: why `pod` is not a
+/// mirror pod owned by `node` (name, UID), or `None`.
+fn mirror_problem(pod: &Pod, node: Option<&(String, String)>) -> Option<String> {
+    let annotations = pod.metadata.annotations.clone().unwrap_or_default();
+    let hash = annotations.get("kubernetes.io/config.hash").filter(|h| !h.is_empty());
+    let mirror = annotations.get("kubernetes.io/config.mirror").filter(|h| !h.is_empty());
+    let Some(hash) = hash else {
+        return Some("no kubernetes.io/config.hash annotation".into());
+    };
+    if mirror != Some(hash) {
+        return Some(format!(
+            "kubernetes.io/config.mirror is {mirror:?}, expected the hash {hash:?}"
+        ));
+    }
+    match annotations.get("kubernetes.io/config.source").map(String::as_str) {
+        None => return Some("no kubernetes.io/config.source annotation".into()),
+        Some("api") => return Some("kubernetes.io/config.source is api".into()),
+        Some(_) => {}
+    }
+    let owners = pod.metadata.owner_references.clone().unwrap_or_default();
+    let [owner] = owners.as_slice() else {
+        return Some(format!("{} owner references, expected 1 (the Node)", owners.len()));
+    };
+    let node_ok = node.is_none_or(|(name, uid)| &owner.name == name && &owner.uid == uid);
+    if owner.api_version != "v1" || owner.kind != "Node" || owner.controller != Some(true) || !node_ok {
+        return Some(format!(
+            "owner reference {}/{} {} (uid {}, controller {:?}), expected the node under test as controller",
+            owner.api_version, owner.kind, owner.name, owner.uid, owner.controller
+        ));
     }
     None
 }

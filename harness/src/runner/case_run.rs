@@ -67,6 +67,10 @@ struct Ctx<'a> {
     deadline: Instant,
     recorder: Recorder,
     cursor: usize,
+    /// The pod the steps watch: the case's pod, or a static pod's mirror pod.
+    pod_name: String,
+    /// A static pod's manifest as last written to the node.
+    manifest: Option<serde_json::Value>,
 }
 
 /// Runs one case on a fresh node from `nodes`, in its own namespace; always cleans up.
@@ -159,7 +163,8 @@ async fn run_in_namespace(
         return Err(setup(format!("creating namespace {namespace}: {e}")));
     }
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let recorder = Recorder::start(pods, case.pod_name(), start)
+    let pod_name = case.observed_name(&node.name);
+    let recorder = Recorder::start(pods, &pod_name, start)
         .await
         .map_err(|e| setup(format!("watching pods in {namespace}: {e}")))?;
     let mut ctx = Ctx {
@@ -171,6 +176,8 @@ async fn run_in_namespace(
         deadline: start + case.timeout.get(),
         recorder,
         cursor: 0,
+        pod_name,
+        manifest: None,
     };
     let mut errors = Vec::new();
     let timeout = case.timeout.get() + Duration::from_secs(5);
@@ -210,7 +217,7 @@ impl Ctx<'_> {
                         return Err(err("this setup has no runtime control".into()));
                     };
                     control
-                        .inject(fault, &self.namespace, self.case.pod_name())
+                        .inject(fault, &self.namespace, &self.pod_name)
                         .await
                         .map_err(|e| err(e.to_string()))?;
                 }
@@ -225,7 +232,7 @@ impl Ctx<'_> {
                     .await
                     .map_err(err)?,
                 Step::Patch(patch) => {
-                    objects::patch(&self.client, &self.namespace, self.case.pod_name(), patch)
+                    objects::patch(&self.client, &self.namespace, &self.pod_name, patch)
                         .await
                         .map_err(err)?;
                 }
@@ -237,7 +244,7 @@ impl Ctx<'_> {
                 Step::ExpectEvents(exp) => {
                     let subject = observe::Subject {
                         namespace: &self.namespace,
-                        pod: self.case.pod_name(),
+                        pod: &self.pod_name,
                         node: &self.node.name,
                     };
                     observe::expect_events(&self.client, &subject, exp, self.deadline)
@@ -247,15 +254,56 @@ impl Ctx<'_> {
                 Step::ExpectLogs(exp) => observe::expect_logs(
                     &self.client,
                     &self.namespace,
-                    self.case.pod_name(),
+                    &self.pod_name,
                     exp,
                     self.deadline,
                 )
                 .await
                 .map_err(err)?,
+                Step::UpdateManifest(patch) => self.update_manifest(patch).map_err(err)?,
+                Step::RemoveManifest => self.remove_manifest().map_err(err)?,
             }
         }
         Ok(())
+    }
+
+    /// Where the static pod's manifest goes on the node.
+    fn manifest_path(&self) -> Result<std::path::PathBuf, String> {
+        let dir = self
+            .node
+            .manifests
+            .as_ref()
+            .ok_or("this setup cannot place static pod manifests on the node")?;
+        Ok(dir.join(format!("{}-{}.yaml", self.namespace, self.case.pod_name())))
+    }
+
+    /// Writes the static pod's manifest (replacing the file at once, as an
+    /// editor's save would).
+    fn write_manifest(&mut self, manifest: serde_json::Value) -> Result<(), String> {
+        let path = self.manifest_path()?;
+        let text = serde_yaml::to_string(&manifest).map_err(|e| format!("encoding the manifest: {e}"))?;
+        // A hidden name while writing: agents skip dotfiles, so they never read half a file.
+        let staging = path.with_file_name(format!(
+            ".{}.tmp",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        ));
+        std::fs::write(&staging, text)
+            .and_then(|()| std::fs::rename(&staging, &path))
+            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        self.manifest = Some(manifest);
+        Ok(())
+    }
+
+    fn update_manifest(&mut self, patch: &serde_json::Value) -> Result<(), String> {
+        let mut manifest = self.manifest.clone().ok_or("no manifest written yet")?;
+        merge_patch(&mut manifest, patch);
+        self.write_manifest(manifest)
+    }
+
+    fn remove_manifest(&mut self) -> Result<(), String> {
+        let path = self.manifest_path()?;
+        // The manifest is kept: `updateManifest: {}` puts the same file back.
+        std::fs::remove_file(&path).map_err(|e| format!("removing {}: {e}", path.display()))
     }
 
     async fn create(&mut self) -> Result<(), String> {
@@ -264,6 +312,11 @@ impl Ctx<'_> {
         }
         let mut pod = (*self.case.pod).clone();
         pod.metadata.namespace = Some(self.namespace.clone());
+        if self.case.static_pod {
+            let manifest =
+                serde_json::to_value(&pod).map_err(|e| format!("encoding the manifest: {e}"))?;
+            return self.write_manifest(manifest);
+        }
         if let Some(spec) = pod.spec.as_mut() {
             spec.node_name = Some(self.node.name.clone());
             if !self.node.is_spawned() {
@@ -287,7 +340,7 @@ impl Ctx<'_> {
                 {
                     tokio::time::sleep(Duration::from_millis(300)).await;
                 }
-                Err(e) => return Err(format!("creating pod {}: {e}", self.case.pod_name())),
+                Err(e) => return Err(format!("creating pod {}: {e}", &self.pod_name)),
             }
         }
     }
@@ -298,36 +351,27 @@ impl Ctx<'_> {
         if let Some(g) = grace {
             params = params.grace_period(u32::try_from(g).unwrap_or(u32::MAX));
         }
-        pods.delete(self.case.pod_name(), &params)
+        pods.delete(&self.pod_name, &params)
             .await
             .map(|_| ())
-            .map_err(|e| format!("deleting pod {}: {e}", self.case.pod_name()))
+            .map_err(|e| format!("deleting pod {}: {e}", &self.pod_name))
     }
 
     async fn remove_finalizers(&mut self) -> Result<(), String> {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
         pods.patch(
-            self.case.pod_name(),
+            &self.pod_name,
             &PatchParams::default(),
             &Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}})),
         )
         .await
         .map(|_| ())
-        .map_err(|e| format!("removing finalizers of pod {}: {e}", self.case.pod_name()))
+        .map_err(|e| format!("removing finalizers of pod {}: {e}", &self.pod_name))
     }
 
     async fn expect(&mut self, exp: &PodExpectation) -> Result<(), String> {
-        let resolved;
-        let exp = if exp
-            .states
-            .iter()
-            .any(|p| p.host_ip == Some(HostIp::NodeInternalIp))
-        {
-            resolved = self.with_node_ip(exp).await?;
-            &resolved
-        } else {
-            exp
-        };
+        let resolved = self.resolve(exp).await?;
+        let exp = &resolved;
         let start = Start {
             cursor: self.cursor,
             at: self.now(),
@@ -371,24 +415,44 @@ impl Ctx<'_> {
     }
 
     /// `exp` with `hostIP: nodeInternalIP` replaced by the node's `InternalIP` address.
-    async fn with_node_ip(&self, exp: &PodExpectation) -> Result<PodExpectation, String> {
-        let node = Api::<Node>::all(self.client.clone())
-            .get(&self.node.name)
-            .await
-            .map_err(|e| format!("reading node {}: {e}", self.node.name))?;
-        let ip = node
-            .status
-            .and_then(|s| s.addresses)
-            .into_iter()
-            .flatten()
-            .find(|a| a.type_ == "InternalIP")
-            .map(|a| a.address)
-            .ok_or_else(|| format!("node {} has no InternalIP address", self.node.name))?;
+    /// The expectation with what its patterns compare against looked up:
+    /// the node's InternalIP, the node's UID (mirror pods' owner), the first
+    /// UID the watch saw.
+    async fn resolve(&self, exp: &PodExpectation) -> Result<PodExpectation, String> {
+        let patterns = || exp.states.iter().chain(exp.never.iter());
+        let wants_ip = patterns().any(|p| p.host_ip == Some(HostIp::NodeInternalIp));
+        let wants_node = patterns().any(|p| p.mirror.is_some());
         let mut exp = exp.clone();
-        for pattern in &mut exp.states {
-            if pattern.host_ip == Some(HostIp::NodeInternalIp) {
-                pattern.host_ip = Some(HostIp::Is(ip.clone()));
+        if wants_ip || wants_node {
+            let node = Api::<Node>::all(self.client.clone())
+                .get(&self.node.name)
+                .await
+                .map_err(|e| format!("reading node {}: {e}", self.node.name))?;
+            let ip = node
+                .status
+                .and_then(|s| s.addresses)
+                .into_iter()
+                .flatten()
+                .find(|a| a.type_ == "InternalIP")
+                .map(|a| a.address);
+            if wants_ip && ip.is_none() {
+                return Err(format!("node {} has no InternalIP address", self.node.name));
             }
+            let owner = (self.node.name.clone(), node.metadata.uid.unwrap_or_default());
+            for pattern in exp.states.iter_mut().chain(exp.never.iter_mut()) {
+                if pattern.host_ip == Some(HostIp::NodeInternalIp) {
+                    pattern.host_ip = ip.clone().map(HostIp::Is);
+                }
+                pattern.resolved.node = Some(owner.clone());
+            }
+        }
+        let first_uid = self
+            .recorder
+            .snapshot()
+            .iter()
+            .find_map(|s| s.pod.metadata.uid.clone());
+        for pattern in exp.states.iter_mut().chain(exp.never.iter_mut()) {
+            pattern.resolved.first_uid = first_uid.clone();
         }
         Ok(exp)
     }
@@ -411,7 +475,7 @@ impl Ctx<'_> {
                 exp,
                 &state,
                 &self.namespace,
-                self.case.pod_name(),
+                &self.pod_name,
             ) {
                 None => return Ok(()),
                 Some(p) => p,
@@ -460,5 +524,38 @@ impl Ctx<'_> {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
+    }
+}
+
+/// JSON merge patch (RFC 7386): objects merge key by key, `null` removes a
+/// key, anything else replaces.
+fn merge_patch(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    let serde_json::Value::Object(changes) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = serde_json::Value::Object(serde_json::Map::new());
+    }
+    if let serde_json::Value::Object(fields) = target {
+        for (key, value) in changes {
+            if value.is_null() {
+                fields.remove(key);
+            } else {
+                merge_patch(fields.entry(key.clone()).or_insert(serde_json::Value::Null), value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn merge_patch_is_rfc_7386() {
+        let mut doc = json!({"a": "b", "c": {"d": "e", "f": "g"}, "l": [1, 2]});
+        super::merge_patch(&mut doc, &json!({"a": "z", "c": {"f": null}, "l": [3]}));
+        assert_eq!(doc, json!({"a": "z", "c": {"d": "e"}, "l": [3]}));
     }
 }

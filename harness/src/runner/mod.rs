@@ -53,15 +53,16 @@ impl Selection {
 pub fn ignore_reason(case: &LoadedCase, agent: &AgentSpec) -> Option<String> {
     let has_control = agent.has_runtime_control();
     for req in &case.case.requires {
-        let ok = match req {
-            Requirement::RuntimeControl | Requirement::DedicatedNode => has_control,
+        let why = match req {
+            Requirement::RuntimeControl | Requirement::DedicatedNode if !has_control => {
+                "an existing node (--node) has no runtime control and is shared"
+            }
+            Requirement::StaticPods if !agent.has_static_pods() => {
+                "the harness cannot place manifests on this node (an existing node, or an agent command without {manifests})"
+            }
+            _ => continue,
         };
-        if !ok {
-            return Some(format!(
-                "requires {}: an existing node (--node) has no runtime control and is shared",
-                req.as_str()
-            ));
-        }
+        return Some(format!("requires {}: {why}", req.as_str()));
     }
     None
 }

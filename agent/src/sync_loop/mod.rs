@@ -1,17 +1,23 @@
 //! The sync loop: one `select!` over pod config updates, PLEG events,
 //! finished pod workers, the resync tick and the housekeeping tick, each
-//! dispatched to its handler (`syncLoopIteration`).
+//! dispatched to its handler (`syncLoopIteration`). New pods pass
+//! [`admit`]ion first; static pods come from their own source and keep their
+//! mirror pods in the API ([`mirrors`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
-use crate::admission::{self, SysctlAllowlist};
-use crate::events::{self, Type};
+mod admit;
+mod mirrors;
+
+pub use admit::Admission;
+
+use crate::mirror_pods::{MirrorClient, is_mirror};
 use crate::housekeeping;
 use crate::pleg::{self, Snapshot};
 use crate::pod_config::{Op, PodUpdate};
@@ -37,18 +43,8 @@ pub struct SyncLoop {
     /// Pods that admission rejected, with the status they were failed with:
     /// they never get a worker.
     rejected: HashMap<String, Arc<PodStatus>>,
-}
-
-/// What pod admission needs: the allowlist of sysctls, the Node as last
-/// written, and the recorder for the rejection events.
-#[derive(Debug)]
-pub struct Admission {
-    /// The sysctls pods may set.
-    pub sysctls: SysctlAllowlist,
-    /// The Node as last written (`getNodeAnyWay`).
-    pub node: watch::Receiver<Option<Node>>,
-    /// The event recorder.
-    pub events: events::Recorder,
+    /// Static pods and their mirror pods.
+    mirrors: mirrors::Mirrors,
 }
 
 /// The channels the sync loop reads.
@@ -60,16 +56,12 @@ pub struct Inputs {
     pub pleg: mpsc::UnboundedReceiver<pleg::Event>,
     /// Workers that finished terminating their pod.
     pub done: mpsc::UnboundedReceiver<Done>,
+    /// The complete set of static pods, whenever it changes.
+    pub static_pods: mpsc::UnboundedReceiver<Vec<Arc<Pod>>>,
 }
 
 fn uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().unwrap_or_default()
-}
-
-/// Whether the API already has the pod `Succeeded` or `Failed`.
-fn is_terminal(pod: &Pod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    matches!(phase, Some("Succeeded" | "Failed"))
 }
 
 impl SyncLoop {
@@ -81,6 +73,8 @@ impl SyncLoop {
         snapshot: watch::Receiver<Arc<Snapshot>>,
         minimum_grace: Duration,
         admission: Admission,
+        mirror_client: MirrorClient,
+        static_source: bool,
     ) -> Self {
         Self {
             pods: HashMap::new(),
@@ -93,6 +87,7 @@ impl SyncLoop {
             listed: false,
             admission,
             rejected: HashMap::new(),
+            mirrors: mirrors::Mirrors::new(mirror_client, static_source),
         }
     }
 
@@ -113,6 +108,8 @@ impl SyncLoop {
                 Some(update) = inputs.config.recv() => self.handle_config(update),
                 Some(event) = inputs.pleg.recv() => self.handle_pleg(&event),
                 Some(done) = inputs.done.recv() => self.handle_done(&done),
+                Some(pods) = inputs.static_pods.recv() => self.handle_static(pods),
+                Some(name) = self.mirrors.done.recv() => self.mirrors.finished(&name),
                 _ = resync_tick.tick() => {
                     let uids: Vec<String> = self.pods.keys().cloned().collect();
                     for uid in uids {
@@ -133,6 +130,11 @@ impl SyncLoop {
                 .creation_timestamp
                 .cmp(&b.metadata.creation_timestamp)
         });
+        // Mirror pods are the API's view of static pods: never run, only kept.
+        let (mirror_pods, pods): (Vec<_>, Vec<_>) =
+            update.pods.into_iter().partition(|p| is_mirror(p));
+        self.handle_mirrors(update.op, mirror_pods);
+        update.pods = pods;
         match update.op {
             Op::Add | Op::Update | Op::Delete => {
                 for pod in update.pods {
@@ -156,7 +158,7 @@ impl SyncLoop {
                 let gone: Vec<(String, Arc<Pod>)> = self
                     .pods
                     .iter()
-                    .filter(|(uid, _)| !listed.contains(*uid))
+                    .filter(|(uid, _)| !listed.contains(*uid) && !self.mirrors.is_static(uid))
                     .map(|(uid, pod)| (uid.clone(), pod.clone()))
                     .collect();
                 for (uid, pod) in gone {
@@ -178,48 +180,6 @@ impl SyncLoop {
                 }
             }
         }
-    }
-
-    /// Runs the admit handlers for a pod seen for the first time; a rejected
-    /// pod is failed (`rejectPod`) and never gets a worker.
-    fn admit(&mut self, uid: &str) {
-        let Some(pod) = self.pods.get(uid).cloned() else {
-            return;
-        };
-        // A pod already running here, or already finished, was admitted before.
-        if self.workers.contains(uid) || is_terminal(&pod) {
-            return;
-        }
-        let others: Vec<&Pod> = self
-            .pods
-            .iter()
-            .filter(|(other, p)| {
-                other.as_str() != uid && !self.rejected.contains_key(*other) && !is_terminal(p)
-            })
-            .map(|(_, p)| p.as_ref())
-            .collect();
-        let node = self.admission.node.borrow().clone();
-        let rejection =
-            match admission::admit(&self.admission.sysctls, node.as_ref(), &pod, &others) {
-                Ok(()) => return,
-                Err(rejection) => rejection,
-            };
-        tracing::info!(pod = %crate::runtime::pod_key(&pod), reason = %rejection.reason, message = %rejection.message, "pod rejected");
-        self.admission.events.pod(
-            &pod,
-            None,
-            Type::Warning,
-            rejection.reason.clone(),
-            rejection.message.clone(),
-        );
-        let status = Arc::new(PodStatus {
-            phase: Some("Failed".into()),
-            reason: Some(rejection.reason),
-            message: Some(format!("Pod was rejected: {}", rejection.message)),
-            ..Default::default()
-        });
-        self.status.set(&pod, status.clone(), true, false);
-        self.rejected.insert(uid.to_owned(), status);
     }
 
     /// The pod is gone from the API: kill it (`HandlePodRemoves`).
@@ -246,6 +206,9 @@ impl SyncLoop {
         let Some(pod) = self.pods.get(uid).cloned() else {
             return;
         };
+        if self.mirrors.is_waiting(uid) {
+            return;
+        }
         if let Some(status) = self.rejected.get(uid) {
             // Nothing runs: a deletion is finalized at once.
             if pod.metadata.deletion_timestamp.is_some() {
@@ -264,7 +227,8 @@ impl SyncLoop {
     }
 
     fn handle_pleg(&mut self, event: &pleg::Event) {
-        if self.pods.contains_key(&event.uid) && !self.rejected.contains_key(&event.uid) {
+        let runs = !self.rejected.contains_key(&event.uid) && !self.mirrors.is_waiting(&event.uid);
+        if self.pods.contains_key(&event.uid) && runs {
             let Some(pod) = self.pods.get(&event.uid).cloned() else {
                 return;
             };
@@ -279,16 +243,25 @@ impl SyncLoop {
     }
 
     fn handle_done(&mut self, done: &Done) {
+        let pod = self
+            .removed
+            .get(&done.uid)
+            .or_else(|| self.pods.get(&done.uid))
+            .cloned();
         if !self.pods.contains_key(&done.uid) {
             self.removed.remove(&done.uid);
             self.workers.forget(&done.uid);
             self.status.forget(&done.uid);
+        }
+        if let Some(pod) = pod.filter(|p| crate::pod_config::is_static(p)) {
+            self.static_pod_done(&done.uid, &pod);
         }
     }
 
     /// `HandlePodCleanups`: orphaned runtime pods are killed and removed, and
     /// the directories of pods gone from everywhere are deleted.
     fn housekeeping(&mut self) {
+        self.reconcile_mirrors();
         let snapshot = self.snapshot.borrow().clone();
         if snapshot.at.is_none() {
             return;
