@@ -285,20 +285,21 @@ async fn sync_running(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime
         );
     }
     let mut killed = false;
-    for kill in state.prober.take_kills() {
-        tracing::info!(pod = %runtime::pod_key(pod), container = %kill.name, "container failed its liveness or startup probe, will be restarted");
-        let message = format!(
-            "Container {} failed {} probe, will be restarted",
-            kill.name, kill.probe
-        );
-        let grace = kill
-            .grace
-            .unwrap_or_else(|| crate::pod_workers::grace_period(pod));
+    let kills = state.prober.take_kills();
+    let ids: Vec<&str> = kills.iter().map(|k| k.id.as_str()).collect();
+    let plan = kill::ProbeKill::plan(
+        converge::restart_policy(pod),
+        &ids,
+        rt.running().map(|c| c.id.as_str()),
+    );
+    for kill in &kills {
+        tracing::info!(pod = %runtime::pod_key(pod), container = %kill.name, ?plan, "container failed its liveness or startup probe");
+        let message = plan.message(&kill.name, kill.probe);
         let container = kill::Kill {
             id: &kill.id,
             name: &kill.name,
-            message: Some(&message),
-            grace,
+            message: message.as_deref(),
+            grace: plan.grace(pod, kill.grace),
             pod_ip: pod_ip.as_deref(),
         };
         kill_container(ctx, pod, container).await?;

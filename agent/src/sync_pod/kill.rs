@@ -38,6 +38,63 @@ pub(super) struct Kill<'a> {
     pub pod_ip: Option<&'a str>,
 }
 
+/// How `computePodActions` kills the containers whose liveness or startup
+/// probe failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ProbeKill {
+    /// Each container alone, with `Container <name> failed <probe> probe`
+    /// (`, will be restarted` unless the restart policy is Never) and the
+    /// probe's own grace period when it has one.
+    Containers {
+        /// Whether the containers will be started again.
+        restart: bool,
+    },
+    /// No running container is left to keep and none is to start (a Never
+    /// pod): the kubelet kills the whole pod (`KillPod`), each container with
+    /// the plain `Stopping container <name>` and the pod's grace period.
+    Pod,
+}
+
+impl ProbeKill {
+    /// The plan for `killed` (container IDs) out of the pod's `running`
+    /// containers, under `restart_policy`.
+    pub(super) fn plan<'a>(
+        restart_policy: &str,
+        killed: &[&str],
+        mut running: impl Iterator<Item = &'a str>,
+    ) -> Self {
+        let restart = restart_policy != "Never";
+        if !restart && !killed.is_empty() && running.all(|id| killed.contains(&id)) {
+            Self::Pod
+        } else {
+            Self::Containers { restart }
+        }
+    }
+
+    /// The `Killing` event's message for a container whose `probe` failed;
+    /// `None`: the default `Stopping container <name>`.
+    pub(super) fn message(&self, name: &str, probe: &str) -> Option<String> {
+        match self {
+            Self::Pod => None,
+            Self::Containers { restart: true } => Some(format!(
+                "Container {name} failed {probe} probe, will be restarted"
+            )),
+            Self::Containers { restart: false } => {
+                Some(format!("Container {name} failed {probe} probe"))
+            }
+        }
+    }
+
+    /// The grace period: the probe's own (`probe_grace`) unless the whole pod
+    /// is killed, else the pod's ([`crate::pod_workers::grace_period`]).
+    pub(super) fn grace(&self, pod: &Pod, probe_grace: Option<Duration>) -> Duration {
+        match (self, probe_grace) {
+            (Self::Containers { .. }, Some(grace)) => grace,
+            _ => crate::pod_workers::grace_period(pod),
+        }
+    }
+}
+
 /// `killContainer`: records `Killing`, runs the container's `preStop` hook
 /// within the grace period (a hook that outlives it is cut off; its
 /// `FailedPreStopHook` event says when it failed), takes the whole seconds it
@@ -173,5 +230,54 @@ pub async fn cleanup(ctx: &Context, state: &mut PodState, pod: &Pod) {
             let _ = ctx.runtime.stop_sandbox(&s.id).await;
         }
         let _ = ctx.runtime.remove_sandbox(&s.id).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn never_pod_with_its_only_running_container_failing_is_killed_whole() {
+        let plan = ProbeKill::plan("Never", &["a"], ["a"].into_iter());
+        assert_eq!(plan, ProbeKill::Pod);
+        assert_eq!(plan.message("c", "liveness"), None);
+        let pod = Pod {
+            spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                termination_grace_period_seconds: Some(7),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            plan.grace(&pod, Some(Duration::from_secs(2))),
+            Duration::from_secs(7)
+        );
+    }
+
+    #[test]
+    fn never_pod_with_another_container_running_kills_one_without_restart() {
+        let plan = ProbeKill::plan("Never", &["a"], ["a", "b"].into_iter());
+        assert_eq!(plan, ProbeKill::Containers { restart: false });
+        assert_eq!(
+            plan.message("c", "startup").as_deref(),
+            Some("Container c failed startup probe")
+        );
+        assert_eq!(
+            plan.grace(&Pod::default(), Some(Duration::from_secs(2))),
+            Duration::from_secs(2)
+        );
+    }
+
+    #[test]
+    fn restarting_pods_say_so() {
+        for policy in ["Always", "OnFailure"] {
+            let plan = ProbeKill::plan(policy, &["a"], ["a"].into_iter());
+            assert_eq!(plan, ProbeKill::Containers { restart: true });
+            assert_eq!(
+                plan.message("c", "liveness").as_deref(),
+                Some("Container c failed liveness probe, will be restarted")
+            );
+        }
     }
 }
