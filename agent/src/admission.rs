@@ -155,8 +155,10 @@ fn namespace(name: &str) -> Option<&'static str> {
 }
 
 /// Runs the admit handlers for `pod` on `node`, with `others` the pods already
-/// admitted and still running (`canAdmitPod`). `node` is `None` before the
-/// Node is registered.
+/// admitted and still running (`canAdmitPod`). `node` is `None` until the
+/// agent has read or written its Node (the first moments after a start, when
+/// the pods already bound to it arrive): the predicates that need the Node are
+/// skipped then, where the kubelet would check its locally built initial Node.
 pub fn admit(
     sysctls: &SysctlAllowlist,
     node: Option<&Node>,
@@ -164,13 +166,8 @@ pub fn admit(
     others: &[&Pod],
 ) -> Result<(), Rejection> {
     sysctls.admit(pod)?;
-    let Some(node) = node else {
-        return Err(Rejection::new(
-            "InvalidNodeInfo",
-            "Kubelet cannot get node info.",
-        ));
-    };
-    if let Some(first) = general_filter(node, pod, others).into_iter().next() {
+    if let Some(first) = node.and_then(|node| general_filter(node, pod, others).into_iter().next())
+    {
         return Err(first);
     }
     let os_label = "kubernetes.io/os";

@@ -12,12 +12,12 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::admission::SysctlAllowlist;
-use crate::mirror_pods::MirrorClient;
-use crate::static_pods;
 use crate::metrics::Metrics;
+use crate::mirror_pods::MirrorClient;
 use crate::pod_workers::PodWorkers;
 use crate::runtime::Runtime;
-use crate::sync_loop::{Admission, Inputs, SyncLoop};
+use crate::static_pods;
+use crate::sync_loop::{Admission, Inputs, StaticPods, SyncLoop};
 use crate::sync_pod::Context;
 use crate::{
     Timings, events, kubelet_server, node_lease, node_status, pleg, pod_config, pod_logs, server,
@@ -346,8 +346,14 @@ impl AgentBuilder {
                 node: node_rx.clone(),
                 events,
             },
-            MirrorClient::new(self.client.clone(), self.node_name.clone(), node_rx.clone()),
-            self.pod_manifest_path.is_some(),
+            StaticPods {
+                mirror_client: MirrorClient::new(
+                    self.client.clone(),
+                    self.node_name.clone(),
+                    node_rx.clone(),
+                ),
+                from_files: self.pod_manifest_path.is_some(),
+            },
         );
         tasks.push(tokio::spawn(
             sync_loop

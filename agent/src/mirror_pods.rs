@@ -127,7 +127,11 @@ impl MirrorClient {
             spec: static_pod.spec.clone(),
             status: None,
         };
-        let namespace = static_pod.metadata.namespace.as_deref().unwrap_or("default");
+        let namespace = static_pod
+            .metadata
+            .namespace
+            .as_deref()
+            .unwrap_or("default");
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         match api.create(&PostParams::default(), &mirror).await {
             Ok(_) => Ok(()),
@@ -195,7 +199,10 @@ mod tests {
     #[test]
     fn a_mirror_is_known_by_its_hash() {
         let static_pod = pod(&[(CONFIG_HASH_ANNOTATION, "abc")]);
-        let mirror = pod(&[(CONFIG_MIRROR_ANNOTATION, "abc"), (CONFIG_HASH_ANNOTATION, "abc")]);
+        let mirror = pod(&[
+            (CONFIG_MIRROR_ANNOTATION, "abc"),
+            (CONFIG_HASH_ANNOTATION, "abc"),
+        ]);
         let stale = pod(&[(CONFIG_MIRROR_ANNOTATION, "old")]);
         assert!(is_mirror(&mirror) && is_mirror(&stale) && !is_mirror(&static_pod));
         assert!(is_mirror_of(&mirror, &static_pod));

@@ -8,7 +8,7 @@
 //! status, and waits to be forgotten; when forgotten it removes the pod's
 //! containers and sandboxes from the runtime.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -141,6 +141,8 @@ pub struct PodWorkers {
     ctx: Context,
     snapshot: watch::Receiver<Arc<Snapshot>>,
     workers: HashMap<String, Worker>,
+    /// Pods whose last worker left its runtime objects for the next one.
+    kept: HashSet<String>,
     done: mpsc::UnboundedSender<Done>,
     shutdown: watch::Receiver<bool>,
 }
@@ -158,6 +160,7 @@ impl PodWorkers {
             ctx,
             snapshot,
             workers: HashMap::new(),
+            kept: HashSet::new(),
             done,
             shutdown,
         }
@@ -171,7 +174,8 @@ impl PodWorkers {
             // A pod the last relist did not see has nothing in the runtime: only
             // its worker, which starts now, creates anything for it (the
             // kubelet's first sync likewise reads the PLEG's pod cache).
-            let runtime_empty = {
+            let kept = self.kept.remove(uid);
+            let runtime_empty = !kept && {
                 let relist = self.snapshot.borrow();
                 relist.at.is_some()
                     && !relist.sandboxes.iter().any(|s| s.pod_uid == uid)
@@ -213,6 +217,7 @@ impl PodWorkers {
     pub fn forget_keeping_runtime(&mut self, uid: &str) {
         if let Some(worker) = self.workers.get(uid) {
             worker.slot.keep_runtime.store(true, Ordering::SeqCst);
+            self.kept.insert(uid.to_owned());
         }
         self.forget(uid);
     }

@@ -42,9 +42,8 @@ pub struct Timings {
     pub volume_backoff_initial: Duration,
     /// Cap of the volume set-up back-off (upstream 2 min 2 s).
     pub volume_backoff_max: Duration,
-    /// How often the static pod directory is reread. Upstream relists every
-    /// 20 s but sees changes at once through inotify; the agent has no
-    /// inotify watch and rereads every second instead.
+    /// How often the static pod directory is reread in full (upstream 20 s;
+    /// changes are seen at once through inotify).
     pub file_check_frequency: Duration,
 }
 
@@ -68,7 +67,7 @@ impl Default for Timings {
             runtime_request_timeout: Duration::from_secs(120),
             volume_backoff_initial: Duration::from_millis(500),
             volume_backoff_max: Duration::from_secs(122),
-            file_check_frequency: Duration::from_secs(1),
+            file_check_frequency: Duration::from_secs(20),
         }
     }
 }
@@ -95,7 +94,7 @@ impl Timings {
             runtime_request_timeout: Duration::from_secs(10),
             volume_backoff_initial: Duration::from_millis(100),
             volume_backoff_max: Duration::from_secs(1),
-            file_check_frequency: Duration::from_millis(100),
+            file_check_frequency: Duration::from_secs(1),
         }
     }
 }

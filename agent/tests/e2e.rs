@@ -1384,6 +1384,8 @@ async fn volumes_wait_for_their_configmap_are_mounted_and_torn_down() {
                 "/var/run/secrets/kubernetes.io/serviceaccount".to_owned(),
                 true
             ),
+            // The pod's hosts file, as the kubelet mounts it after the volumes.
+            ("/etc/hosts".to_owned(), false),
             ("/dev/termination-log".to_owned(), false),
         ]
     );

@@ -72,5 +72,4 @@ impl SyncLoop {
         self.status.set(&pod, status.clone(), true, false);
         self.rejected.insert(uid.to_owned(), status);
     }
-
 }

@@ -23,6 +23,16 @@ use super::{SyncLoop, uid};
 use crate::mirror_pods::{MirrorClient, full_name, is_mirror_of};
 use crate::pod_config::Op;
 
+/// What the sync loop needs for static pods.
+#[derive(Debug)]
+pub struct StaticPods {
+    /// Writes their mirror pods.
+    pub mirror_client: MirrorClient,
+    /// Whether a file source sends static pods (until its first set, no
+    /// mirror pod counts as orphaned).
+    pub from_files: bool,
+}
+
 /// The sync loop's view of static pods and mirror pods.
 #[derive(Debug)]
 pub(super) struct Mirrors {
@@ -45,16 +55,15 @@ pub(super) struct Mirrors {
 }
 
 impl Mirrors {
-    /// `static_source`: whether a file source will send static pods.
-    pub(super) fn new(client: MirrorClient, static_source: bool) -> Self {
+    pub(super) fn new(static_pods: StaticPods) -> Self {
         let (done_tx, done) = mpsc::unbounded_channel();
         Self {
-            client,
+            client: static_pods.mirror_client,
             api: HashMap::new(),
             statics: HashMap::new(),
             waiting: HashSet::new(),
             busy: HashSet::new(),
-            ready: !static_source,
+            ready: !static_pods.from_files,
             done_tx,
             done,
         }
@@ -80,8 +89,7 @@ impl SyncLoop {
     /// The file source's new set of static pods.
     pub(super) fn handle_static(&mut self, pods: Vec<Arc<Pod>>) {
         self.mirrors.ready = true;
-        let incoming: HashMap<String, Arc<Pod>> =
-            pods.into_iter().map(|p| (uid(&p), p)).collect();
+        let incoming: HashMap<String, Arc<Pod>> = pods.into_iter().map(|p| (uid(&p), p)).collect();
         let mut names: HashSet<String> = HashSet::new();
         let gone: Vec<String> = self
             .mirrors
@@ -204,23 +212,35 @@ impl SyncLoop {
     }
 
     /// Brings the mirror pod of `name` in line with its static pod, and tells
-    /// the status manager where the static pods' statuses go.
+    /// the status manager where the static pods' statuses go: to a mirror pod
+    /// of their own hash, and only while the pod is in the file source's set
+    /// and running (upstream's status manager drops the statuses of a static
+    /// pod the pod manager no longer has, so a removed static pod's mirror
+    /// keeps the last status written before).
     fn reconcile_mirror(&mut self, name: &str) {
         let mirror = self.mirrors.api.get(name).cloned();
         let current = mirror
             .as_ref()
             .filter(|m| m.metadata.deletion_timestamp.is_none());
-        let statics = self
+        let wanted = self
             .mirrors
             .statics
             .values()
-            .chain(self.removed.values().filter(|p| crate::pod_config::is_static(p)))
             .filter(|p| full_name(p) == name);
-        for pod in statics {
+        for pod in wanted {
+            let uid = uid(pod);
             let target = current
-                .filter(|m| is_mirror_of(m, pod))
+                .filter(|m| is_mirror_of(m, pod) && !self.mirrors.waiting.contains(&uid))
                 .and_then(|m| m.metadata.uid.clone());
-            self.status.mirror(&uid(pod), target);
+            self.status.mirror(&uid, target);
+        }
+        let removed = self.removed.iter().filter(|(uid, p)| {
+            crate::pod_config::is_static(p)
+                && full_name(p) == name
+                && !self.mirrors.statics.contains_key(*uid)
+        });
+        for (uid, _) in removed {
+            self.status.mirror(uid, None);
         }
         if self.mirrors.busy.contains(name) {
             return;
@@ -237,7 +257,9 @@ impl SyncLoop {
             })
             .cloned();
         let (delete, create) = match (active, mirror) {
-            (Some(s), Some(m)) if m.metadata.deletion_timestamp.is_some() || !is_mirror_of(&m, &s) => {
+            (Some(s), Some(m))
+                if m.metadata.deletion_timestamp.is_some() || !is_mirror_of(&m, &s) =>
+            {
                 (Some(m), Some(s))
             }
             (Some(s), None) => (None, Some(s)),

@@ -16,9 +16,10 @@ mod admit;
 mod mirrors;
 
 pub use admit::Admission;
+pub use mirrors::StaticPods;
 
-use crate::mirror_pods::{MirrorClient, is_mirror};
 use crate::housekeeping;
+use crate::mirror_pods::is_mirror;
 use crate::pleg::{self, Snapshot};
 use crate::pod_config::{Op, PodUpdate};
 use crate::pod_workers::{self, Done, Kind, PodWorkers, Update};
@@ -73,8 +74,7 @@ impl SyncLoop {
         snapshot: watch::Receiver<Arc<Snapshot>>,
         minimum_grace: Duration,
         admission: Admission,
-        mirror_client: MirrorClient,
-        static_source: bool,
+        static_pods: StaticPods,
     ) -> Self {
         Self {
             pods: HashMap::new(),
@@ -87,7 +87,7 @@ impl SyncLoop {
             listed: false,
             admission,
             rejected: HashMap::new(),
-            mirrors: mirrors::Mirrors::new(mirror_client, static_source),
+            mirrors: mirrors::Mirrors::new(static_pods),
         }
     }
 

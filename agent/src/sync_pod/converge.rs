@@ -55,7 +55,7 @@ pub(super) async fn converge(
                 id
             }
             Err(error) => {
-                tracing::warn!(pod = %runtime::pod_key(pod), %error, "creating pod sandbox failed");
+                tracing::warn!(pod = %runtime::pod_key(pod), error = %error.short_message(), "creating pod sandbox failed");
                 ctx.events.pod(
                     pod,
                     None,

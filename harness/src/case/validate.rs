@@ -187,16 +187,25 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
                 if !case.static_pod {
                     out.push(problem(
                         here(),
-                        format!("`{}` needs `static: true`: only a static pod has a manifest", step.kind()),
+                        format!(
+                            "`{}` needs `static: true`: only a static pod has a manifest",
+                            step.kind()
+                        ),
                     ));
                 }
                 if !created {
-                    out.push(problem(here(), format!("`{}` before `create`", step.kind())));
+                    out.push(problem(
+                        here(),
+                        format!("`{}` before `create`", step.kind()),
+                    ));
                 }
                 if let Step::UpdateManifest(patch) = step
                     && !patch.is_object()
                 {
-                    out.push(problem(here(), "updateManifest: expected a mapping (a JSON merge patch of the pod)"));
+                    out.push(problem(
+                        here(),
+                        "updateManifest: expected a mapping (a JSON merge patch of the pod)",
+                    ));
                 }
             }
             Step::ExpectEvents(events) => {
@@ -280,11 +289,11 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
                     check_pattern(p, &which, &containers, &init_containers, i, &mut out);
                 }
                 for (j, p) in expect.never.iter().enumerate() {
-                    if p.gone || p.within.is_some() {
+                    if p.within.is_some() {
                         out.push(problem(
                             here(),
                             format!(
-                                "never[{j}]: `gone` and `within` do not apply to `never` patterns"
+                                "never[{j}]: `within` does not apply to `never` patterns (`hold` says how long they are watched)"
                             ),
                         ));
                     }

@@ -136,7 +136,8 @@ pub fn evaluate(exp: &PodExpectation, states: &[State], start: Start, now: Durat
     // `never` covers every state from the step's cursor on.
     for state in states.iter().skip(start.cursor) {
         for (i, p) in exp.never.iter().enumerate() {
-            if !state.is_gone() && mismatch(p, state).is_none() {
+            // A removal matches only `gone: true`; field patterns look at live objects.
+            if (p.gone || !state.is_gone()) && mismatch(p, state).is_none() {
                 return Progress::Failed(Failure::Forbidden {
                     pattern_index: i,
                     pattern: pattern_text(p),

@@ -166,8 +166,12 @@ fn identity_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
 /// mirror pod owned by `node` (name, UID), or `None`.
 fn mirror_problem(pod: &Pod, node: Option<&(String, String)>) -> Option<String> {
     let annotations = pod.metadata.annotations.clone().unwrap_or_default();
-    let hash = annotations.get("kubernetes.io/config.hash").filter(|h| !h.is_empty());
-    let mirror = annotations.get("kubernetes.io/config.mirror").filter(|h| !h.is_empty());
+    let hash = annotations
+        .get("kubernetes.io/config.hash")
+        .filter(|h| !h.is_empty());
+    let mirror = annotations
+        .get("kubernetes.io/config.mirror")
+        .filter(|h| !h.is_empty());
     let Some(hash) = hash else {
         return Some("no kubernetes.io/config.hash annotation".into());
     };
@@ -176,17 +180,27 @@ fn mirror_problem(pod: &Pod, node: Option<&(String, String)>) -> Option<String> 
             "kubernetes.io/config.mirror is {mirror:?}, expected the hash {hash:?}"
         ));
     }
-    match annotations.get("kubernetes.io/config.source").map(String::as_str) {
+    match annotations
+        .get("kubernetes.io/config.source")
+        .map(String::as_str)
+    {
         None => return Some("no kubernetes.io/config.source annotation".into()),
         Some("api") => return Some("kubernetes.io/config.source is api".into()),
         Some(_) => {}
     }
     let owners = pod.metadata.owner_references.clone().unwrap_or_default();
     let [owner] = owners.as_slice() else {
-        return Some(format!("{} owner references, expected 1 (the Node)", owners.len()));
+        return Some(format!(
+            "{} owner references, expected 1 (the Node)",
+            owners.len()
+        ));
     };
     let node_ok = node.is_none_or(|(name, uid)| &owner.name == name && &owner.uid == uid);
-    if owner.api_version != "v1" || owner.kind != "Node" || owner.controller != Some(true) || !node_ok {
+    if owner.api_version != "v1"
+        || owner.kind != "Node"
+        || owner.controller != Some(true)
+        || !node_ok
+    {
         return Some(format!(
             "owner reference {}/{} {} (uid {}, controller {:?}), expected the node under test as controller",
             owner.api_version, owner.kind, owner.name, owner.uid, owner.controller

@@ -281,7 +281,8 @@ impl Ctx<'_> {
     /// editor's save would).
     fn write_manifest(&mut self, manifest: serde_json::Value) -> Result<(), String> {
         let path = self.manifest_path()?;
-        let text = serde_yaml::to_string(&manifest).map_err(|e| format!("encoding the manifest: {e}"))?;
+        let text =
+            serde_yaml::to_string(&manifest).map_err(|e| format!("encoding the manifest: {e}"))?;
         // A hidden name while writing: agents skip dotfiles, so they never read half a file.
         let staging = path.with_file_name(format!(
             ".{}.tmp",
@@ -438,7 +439,10 @@ impl Ctx<'_> {
             if wants_ip && ip.is_none() {
                 return Err(format!("node {} has no InternalIP address", self.node.name));
             }
-            let owner = (self.node.name.clone(), node.metadata.uid.unwrap_or_default());
+            let owner = (
+                self.node.name.clone(),
+                node.metadata.uid.unwrap_or_default(),
+            );
             for pattern in exp.states.iter_mut().chain(exp.never.iter_mut()) {
                 if pattern.host_ip == Some(HostIp::NodeInternalIp) {
                     pattern.host_ip = ip.clone().map(HostIp::Is);
@@ -542,7 +546,10 @@ fn merge_patch(target: &mut serde_json::Value, patch: &serde_json::Value) {
             if value.is_null() {
                 fields.remove(key);
             } else {
-                merge_patch(fields.entry(key.clone()).or_insert(serde_json::Value::Null), value);
+                merge_patch(
+                    fields.entry(key.clone()).or_insert(serde_json::Value::Null),
+                    value,
+                );
             }
         }
     }

@@ -1,8 +1,9 @@
 //! Static pods: the kubelet's file source (`pkg/kubelet/config/file.go` and
 //! `common.go`). Every pod manifest in one directory (YAML or JSON, one pod per
 //! file, names starting with `.` skipped) is a pod of this node that no API
-//! server asked for. The source rereads the directory every
-//! [`Timings::file_check_frequency`](crate::Timings::file_check_frequency) and
+//! server asked for. The source follows the directory's changes as they happen
+//! (inotify, as the kubelet does), rereads it every
+//! [`Timings::file_check_frequency`](crate::Timings::file_check_frequency), and
 //! sends the complete set whenever it changed.
 //!
 //! Each pod gets what `applyDefaults` gives it: its UID is a digest of the
@@ -23,6 +24,10 @@ use k8s_openapi::api::core::v1::{Pod, Toleration};
 use tokio::sync::{mpsc, watch};
 
 use crate::pod_config::CONFIG_SOURCE_ANNOTATION;
+
+mod inotify;
+
+use inotify::{Change, Watch};
 
 /// The annotation holding a static pod's hash (its UID).
 pub const CONFIG_HASH_ANNOTATION: &str = "kubernetes.io/config.hash";
@@ -128,7 +133,7 @@ struct Read {
 }
 
 /// Reads the directory: the pods of the manifests that decode, by file.
-fn scan(dir: &Path, node: &str, cache: &mut HashMap<PathBuf, Read>) -> Vec<Arc<Pod>> {
+fn scan(dir: &Path, node: &str, cache: &mut HashMap<PathBuf, Read>) {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(error) => {
@@ -136,7 +141,7 @@ fn scan(dir: &Path, node: &str, cache: &mut HashMap<PathBuf, Read>) -> Vec<Arc<P
                 tracing::warn!(dir = %dir.display(), %error, "reading the static pod directory");
             }
             cache.clear();
-            return Vec::new();
+            return;
         }
     };
     let mut seen = HashMap::new();
@@ -158,19 +163,24 @@ fn scan(dir: &Path, node: &str, cache: &mut HashMap<PathBuf, Read>) -> Vec<Arc<P
         seen.insert(path, read);
     }
     *cache = seen;
-    let mut pods: Vec<Arc<Pod>> = cache.values().filter_map(|r| r.pod.clone()).collect();
-    pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    pods
 }
 
+/// One manifest, or `None` (logged) when it does not decode; an empty file
+/// (one being written) is skipped quietly.
 fn load(path: &Path, node: &str) -> Option<Pod> {
-    let result = std::fs::read_to_string(path)
-        .map_err(|source| Error::Read {
-            path: path.to_owned(),
-            source,
-        })
-        .and_then(|text| decode(path, &text, node));
-    match result {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) if text.trim().is_empty() => return None,
+        Ok(text) => text,
+        Err(source) => {
+            let error = Error::Read {
+                path: path.to_owned(),
+                source,
+            };
+            tracing::warn!(%error, "static pod manifest skipped");
+            return None;
+        }
+    };
+    match decode(path, &text, node) {
         Ok(mut pod) => {
             // When the kubelet first saw the pod (RFC 3339 with nanoseconds).
             let seen = k8s_openapi::jiff::Timestamp::now().to_string();
@@ -185,8 +195,83 @@ fn load(path: &Path, node: &str) -> Option<Pod> {
     }
 }
 
-/// Watches `dir` for the static pods of `node`: sends the whole set at start
-/// and again whenever it changes, until shutdown.
+/// The file source's state: what each file holds and the set last sent.
+struct Source {
+    dir: PathBuf,
+    node: String,
+    files: HashMap<PathBuf, Read>,
+    sent: Option<Vec<String>>,
+    tx: mpsc::UnboundedSender<Vec<Arc<Pod>>>,
+}
+
+impl Source {
+    /// Sends the set of pods if it differs from the one last sent.
+    fn send(&mut self) {
+        let mut pods: Vec<Arc<Pod>> = self.files.values().filter_map(|r| r.pod.clone()).collect();
+        pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let uids: Vec<String> = pods
+            .iter()
+            .map(|p| p.metadata.uid.clone().unwrap_or_default())
+            .collect();
+        if self.sent.as_ref() != Some(&uids) {
+            self.sent = Some(uids);
+            let _ = self.tx.send(pods);
+        }
+    }
+
+    /// Reads the whole directory again (at start, every
+    /// `file_check_frequency`, and when events were lost).
+    async fn rescan(&mut self) {
+        let (dir, node) = (self.dir.clone(), self.node.clone());
+        let mut cache = std::mem::take(&mut self.files);
+        let scanned = tokio::task::spawn_blocking(move || {
+            scan(&dir, &node, &mut cache);
+            cache
+        })
+        .await;
+        self.files = scanned.unwrap_or_default();
+        self.send();
+    }
+
+    /// One change, sent on its own: a manifest removed and written again is
+    /// a pod removed, then added.
+    async fn apply(&mut self, change: Change) {
+        match change {
+            Change::Rescan => return self.rescan().await,
+            Change::Removed(name) => {
+                self.files.remove(&self.dir.join(name));
+            }
+            Change::Written(name) => {
+                let path = self.dir.join(name);
+                let node = self.node.clone();
+                let read = tokio::task::spawn_blocking(move || {
+                    let meta = std::fs::metadata(&path).ok()?;
+                    let stamp = (meta.len(), meta.modified().ok());
+                    let pod = load(&path, &node).map(Arc::new);
+                    Some((path, Read { stamp, pod }))
+                })
+                .await;
+                if let Ok(Some((path, read))) = read {
+                    self.files.insert(path, read);
+                }
+            }
+        }
+        self.send();
+    }
+}
+
+/// Waits for the next changes of `watch`, or forever without one.
+async fn changes(watch: &mut Option<Watch>) -> std::io::Result<Vec<Change>> {
+    match watch {
+        Some(watch) => watch.changes().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Watches `dir` for the static pods of `node` and sends the whole set at
+/// start and whenever it changes, until shutdown: every change as inotify
+/// reports it, and a full reread every `every` (the kubelet's
+/// `fileCheckFrequency`; also how a directory created later is found).
 pub fn spawn(
     dir: PathBuf,
     node: String,
@@ -195,39 +280,42 @@ pub fn spawn(
     mut shutdown: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut cache = HashMap::new();
-        let mut last: Option<Vec<String>> = None;
+        let mut source = Source {
+            dir,
+            node,
+            files: HashMap::new(),
+            sent: None,
+            tx,
+        };
+        let mut watch: Option<Watch> = None;
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            if watch.is_none() && source.dir.is_dir() {
+                match Watch::new(&source.dir) {
+                    Ok(w) => watch = Some(w),
+                    Err(error) => {
+                        tracing::warn!(dir = %source.dir.display(), %error, "cannot watch the static pod directory; rereading it periodically")
+                    }
+                }
+            }
             tokio::select! {
-                _ = tick.tick() => {}
+                _ = tick.tick() => source.rescan().await,
+                batch = changes(&mut watch) => match batch {
+                    Ok(batch) => {
+                        for change in batch {
+                            source.apply(change).await;
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "reading static pod directory events");
+                        watch = None;
+                    }
+                },
                 _ = shutdown.changed() => return,
             }
-            let (pods, kept) = {
-                let dir = dir.clone();
-                let node = node.clone();
-                let mut cache_now = std::mem::take(&mut cache);
-                match tokio::task::spawn_blocking(move || {
-                    let pods = scan(&dir, &node, &mut cache_now);
-                    (pods, cache_now)
-                })
-                .await
-                {
-                    Ok(result) => result,
-                    Err(_) => return,
-                }
-            };
-            cache = kept;
-            let uids: Vec<String> = pods
-                .iter()
-                .map(|p| p.metadata.uid.clone().unwrap_or_default())
-                .collect();
-            if last.as_ref() != Some(&uids) {
-                last = Some(uids);
-                if tx.send(pods).is_err() {
-                    return;
-                }
+            if source.tx.is_closed() {
+                return;
             }
         }
     })
@@ -265,9 +353,16 @@ mod tests {
         let path = Path::new("/m/x.yaml");
         let err = decode(path, "kind: Service\napiVersion: v1\n", "n").unwrap_err();
         assert!(err.to_string().contains("is not a v1 Pod"), "{err}");
-        let err = decode(path, "apiVersion: v1\nkind: Pod\nmetadata: {}\nspec: {containers: []}\n", "n")
-            .unwrap_err();
-        assert!(err.to_string().contains("metadata.name is required"), "{err}");
+        let err = decode(
+            path,
+            "apiVersion: v1\nkind: Pod\nmetadata: {}\nspec: {containers: []}\n",
+            "n",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("metadata.name is required"),
+            "{err}"
+        );
         assert!(decode(path, "{{{", "n").is_err());
     }
 
@@ -278,8 +373,13 @@ mod tests {
         std::fs::write(dir.path().join(".web.yaml.swp"), MANIFEST).unwrap();
         std::fs::write(dir.path().join("broken.yaml"), "nope: [").unwrap();
         let mut cache = HashMap::new();
-        let pods = scan(dir.path(), "n", &mut cache);
-        assert_eq!(pods.len(), 1);
-        assert_eq!(cache.len(), 2, "the broken file is remembered, the hidden one not");
+        scan(dir.path(), "n", &mut cache);
+        let pods = cache.values().filter(|r| r.pod.is_some()).count();
+        assert_eq!(pods, 1);
+        assert_eq!(
+            cache.len(),
+            2,
+            "the broken file is remembered, the hidden one not"
+        );
     }
 }
