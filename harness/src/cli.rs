@@ -59,7 +59,8 @@ pub struct RunArgs {
     /// Join the reference agent even where the backend brings its own node (kind).
     #[arg(long, conflicts_with_all = ["node", "agent_cmd", "kubelet"])]
     pub reference_agent: bool,
-    /// Cases run at once (default: four per core; cases mostly wait on the agent).
+    /// Cases run at once (default: twelve per core with the in-process reference agent, four
+    /// per core when every case starts an agent process; cases mostly wait on the agent).
     #[arg(long, short)]
     pub jobs: Option<usize>,
     /// Output format.
@@ -342,6 +343,7 @@ async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
     if spec == AgentSpec::Reference {
         crate::logs::capture_tracing();
     }
+    let per_core = if spec == AgentSpec::Reference { 12 } else { 4 };
     let nodes = match Nodes::new(cluster.client.clone(), cluster.kubeconfig.clone(), spec) {
         Ok(n) => Arc::new(n),
         Err(e) => {
@@ -350,11 +352,13 @@ async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
         }
     };
     // Cases mostly wait on the agent (probe periods, grace periods, holds), so
-    // several per core keep the suite short without loading the machine.
+    // several per core keep the suite short without loading the machine; an
+    // agent process per case (a kubelet) costs more than an in-process agent.
     let jobs = args.jobs.unwrap_or_else(|| {
-        4 * std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2)
+        per_core
+            * std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
     });
     let runner = Runner {
         client: cluster.client.clone(),
