@@ -8,8 +8,11 @@
 //! - [`pod_config`] watches the node's pods and emits [`pod_config::PodUpdate`]s;
 //! - [`pleg`] relists the runtime every second and streams its container
 //!   events, emitting [`pleg::Event`]s;
-//! - [`sync_loop`] selects over both, a resync tick and a housekeeping tick,
-//!   and hands work to [`pod_workers`] (one task per pod, coalescing updates);
+//! - [`static_pods`] reads static pod manifests from a directory (the file
+//!   source), and [`mirror_pods`] shows them in the API as mirror pods;
+//! - [`sync_loop`] selects over these, a resync tick and a housekeeping tick,
+//!   runs [`admission`] for new pods and hands work to [`pod_workers`] (one
+//!   task per pod, coalescing updates);
 //! - a worker runs [`sync_pod`]: it computes the API status ([`pod_status`]),
 //!   hands it to the [`status_manager`] (the only writer of pod statuses, which
 //!   also finalizes deletions), sets up the pod's volumes ([`volume_manager`]) and
@@ -18,7 +21,8 @@
 //!   longer has, and the directories of pods gone from everywhere;
 //!   [`node_status`] (runtime and PLEG health) and [`node_lease`] keep the
 //!   Node and its Lease fresh; [`server`] serves `/healthz` and [`metrics`] on 127.0.0.1;
-//!   [`prober`] runs startup, liveness and readiness probes; [`env`] builds a
+//!   [`prober`] runs startup, liveness and readiness probes; [`pod_hostname`]
+//!   names the sandbox and writes the pod's `/etc/hosts`; [`env`] builds a
 //!   container's environment (with [`resource`] for its limits and requests); [`lifecycle`] runs
 //!   `postStart`/`preStop` hooks; [`active_deadline`] fails pods past their
 //!   `activeDeadlineSeconds`; [`events`]
