@@ -239,13 +239,20 @@ fn node_status(status: &mut Map<String, Value>) {
 /// The admission plugins of a default kube-apiserver that fill in a new pod's spec:
 /// `ServiceAccount` (the name; the deprecated `serviceAccount` twin is what the v1
 /// conversion writes), `Priority` (no priority classes: 0) and `DefaultTolerationSeconds`.
+/// `ServiceAccount` leaves a mirror pod's spec alone (a kubelet deletes a mirror pod
+/// whose spec no longer matches its static pod).
 pub fn admit_pod(pod: &mut Value) {
+    let mirror = pod
+        .pointer("/metadata/annotations/kubernetes.io~1config.mirror")
+        .is_some();
     let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
-    default(spec, "serviceAccountName", "default".into());
-    let account = spec["serviceAccountName"].clone();
-    spec.insert("serviceAccount".into(), account);
+    if !mirror {
+        default(spec, "serviceAccountName", "default".into());
+        let account = spec["serviceAccountName"].clone();
+        spec.insert("serviceAccount".into(), account);
+    }
     default(spec, "priority", 0.into());
     default(spec, "preemptionPolicy", "PreemptLowerPriority".into());
     default_toleration_seconds(spec);

@@ -4,8 +4,9 @@
 //!
 //! A body is the magic `k8s\0` followed by a `runtime.Unknown` whose `typeMeta` names the
 //! kind and whose `raw` holds the object's message. Read are the kinds `kubectl create
-//! namespace|configmap|secret|serviceaccount` send and those the kubelet writes
-//! ([`kubelet`]); any other kind is a 415 that says what to do instead.
+//! namespace|configmap|secret|serviceaccount` send, those the kubelet writes
+//! ([`kubelet`]) and Pods ([`pod`]: a kubelet's mirror pods); any other kind is a 415
+//! that says what to do instead.
 //! Responses stay JSON, which every client that sends protobuf also accepts.
 
 use std::collections::BTreeMap;
@@ -19,6 +20,7 @@ use serde_json::{Map, Value, json};
 use crate::status::{Error, Result};
 
 mod kubelet;
+mod pod;
 
 /// The protobuf media type of the Kubernetes API.
 pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
@@ -26,8 +28,9 @@ const MAGIC: &[u8] = b"k8s\0";
 
 /// The kinds whose protobuf bodies are read: what `kubectl create <kind>` and the kubelet
 /// (with its default content type) send.
-pub const KINDS: [&str; 10] = [
+pub const KINDS: [&str; 11] = [
     "Namespace",
+    "Pod",
     "ConfigMap",
     "Secret",
     "ServiceAccount",
@@ -57,6 +60,7 @@ pub fn decode(body: &[u8]) -> Result<Value> {
             service_account(core::ServiceAccount::decode(&raw[..]).map_err(invalid)?)
         }
         ("v1", "Node") => kubelet::node(core::Node::decode(&raw[..]).map_err(invalid)?),
+        ("v1", "Pod") => pod::pod(core::Pod::decode(&raw[..]).map_err(invalid)?)?,
         ("v1", "Event") => kubelet::event(core::Event::decode(&raw[..]).map_err(invalid)?),
         ("coordination.k8s.io/v1", "Lease") => {
             kubelet::lease(k8s_pb::api::coordination::v1::Lease::decode(&raw[..]).map_err(invalid)?)
@@ -294,7 +298,7 @@ mod tests {
         assert_eq!(decode(b"{}").unwrap_err().code(), 400);
         assert_eq!(decode(b"k8s\0\xff\xff").unwrap_err().code(), 400);
         assert_eq!(
-            decode(&envelope("Pod", Vec::new())).unwrap_err().code(),
+            decode(&envelope("Service", Vec::new())).unwrap_err().code(),
             415
         );
     }
