@@ -219,6 +219,7 @@ async fn main() -> anyhow::Result<()> {
         .arg("--healthz-addr")
         .arg(&metrics_addr)
         .args(["--max-pods", "2000"])
+        .args(["--cluster-dns", "10.96.0.10"])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .kill_on_drop(true)

@@ -95,7 +95,10 @@ impl Agent {
             max_pods: 110,
             server_addr: None,
             kubelet_addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-            cluster_domain: crate::runtime::DEFAULT_CLUSTER_DOMAIN.to_owned(),
+            dns: crate::dns::Configurer {
+                cluster_domain: crate::runtime::DEFAULT_CLUSTER_DOMAIN.to_owned(),
+                ..Default::default()
+            },
             allowed_unsafe_sysctls: Vec::new(),
             pod_manifest_path: None,
         }
@@ -113,7 +116,7 @@ pub struct AgentBuilder {
     max_pods: u32,
     server_addr: Option<SocketAddr>,
     kubelet_addr: SocketAddr,
-    cluster_domain: String,
+    dns: crate::dns::Configurer,
     allowed_unsafe_sysctls: Vec<String>,
     pod_manifest_path: Option<PathBuf>,
 }
@@ -185,7 +188,22 @@ impl AgentBuilder {
     /// The cluster's DNS domain (default `cluster.local`): pods with a
     /// `subdomain` get `<hostname>.<subdomain>.<namespace>.svc.<domain>` as FQDN.
     pub fn cluster_domain(mut self, domain: impl Into<String>) -> Self {
-        self.cluster_domain = domain.into();
+        self.dns.cluster_domain = domain.into();
+        self
+    }
+
+    /// The cluster's DNS servers (`clusterDNS`; default none: `ClusterFirst`
+    /// pods fall back to the node's resolver configuration, with a
+    /// `MissingClusterDNS` warning, as the kubelet's do).
+    pub fn cluster_dns(mut self, servers: Vec<std::net::IpAddr>) -> Self {
+        self.dns.cluster_dns = servers;
+        self
+    }
+
+    /// The node's resolver configuration for `Default` DNS and the node's
+    /// search paths (the kubelet's `resolvConf`; default none).
+    pub fn resolv_conf(mut self, path: impl Into<PathBuf>) -> Self {
+        self.dns.resolver_config = Some(path.into());
         self
     }
 
@@ -211,7 +229,7 @@ impl AgentBuilder {
             endpoint: self.cri_endpoint.clone(),
             source,
         })?
-        .with_cluster_domain(&self.cluster_domain);
+        .with_dns(self.dns.clone());
         let (shutdown_tx, shutdown) = watch::channel(false);
         let mut tasks: Vec<JoinHandle<()>> = Vec::new();
 

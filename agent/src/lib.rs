@@ -53,6 +53,7 @@ pub mod admission;
 mod agent;
 pub mod backoff;
 pub mod container_log;
+pub mod dns;
 pub mod env;
 pub mod events;
 pub mod housekeeping;

@@ -59,6 +59,12 @@ struct Args {
     /// The cluster's DNS domain (pods' FQDNs end in it).
     #[arg(long, default_value = nodeconform_agent::runtime::DEFAULT_CLUSTER_DOMAIN)]
     cluster_domain: String,
+    /// The cluster's DNS servers, for `ClusterFirst` pods (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    cluster_dns: Vec<IpAddr>,
+    /// The node's resolver configuration (`Default` DNS, the node's search paths).
+    #[arg(long, default_value = "/etc/resolv.conf")]
+    resolv_conf: PathBuf,
     /// Unsafe sysctls pods may set besides the safe ones (names, or prefixes
     /// ending in `*`; comma-separated or repeated).
     #[arg(long, value_delimiter = ',')]
@@ -140,6 +146,8 @@ async fn main() -> anyhow::Result<()> {
         .server_addr(args.healthz_addr)
         .kubelet_addr(args.kubelet_addr)
         .cluster_domain(args.cluster_domain)
+        .cluster_dns(args.cluster_dns)
+        .resolv_conf(args.resolv_conf)
         .allowed_unsafe_sysctls(args.allowed_unsafe_sysctls);
     if let Some(dir) = args.pod_manifest_path {
         builder = builder.pod_manifest_path(dir);

@@ -12,6 +12,7 @@ use nodeconform_cri::{ImageServiceClient, RuntimeServiceClient};
 use tonic::transport::{Channel, Endpoint};
 
 use super::{Error, Result};
+use crate::dns::Configurer;
 use crate::metrics::Metrics;
 
 /// The cluster domain when none is configured: kind's and kubeadm's.
@@ -47,8 +48,8 @@ pub struct Runtime {
     pub(super) metrics: Arc<Metrics>,
     pub(super) timeout: Duration,
     pub(super) log_root: PathBuf,
-    /// The cluster's DNS domain (pods' FQDNs end in it).
-    pub(super) cluster_domain: Arc<str>,
+    /// The node's DNS settings (pods' FQDNs and `/etc/resolv.conf`).
+    pub(super) dns: Arc<Configurer>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -102,21 +103,29 @@ impl Runtime {
             metrics,
             timeout,
             log_root,
-            cluster_domain: Arc::from(DEFAULT_CLUSTER_DOMAIN),
+            dns: Arc::new(Configurer {
+                cluster_domain: DEFAULT_CLUSTER_DOMAIN.to_owned(),
+                ..Configurer::default()
+            }),
         })
     }
 
-    /// Sets the cluster's DNS domain (default `cluster.local`, kind's and
-    /// kubeadm's).
+    /// Sets the node's DNS settings (default: the `cluster.local` domain, no
+    /// cluster DNS servers, no resolver configuration).
     #[must_use]
-    pub fn with_cluster_domain(mut self, domain: &str) -> Self {
-        self.cluster_domain = Arc::from(domain);
+    pub fn with_dns(mut self, dns: Configurer) -> Self {
+        self.dns = Arc::new(dns);
         self
+    }
+
+    /// The node's DNS settings.
+    pub fn dns(&self) -> &Configurer {
+        &self.dns
     }
 
     /// The cluster's DNS domain.
     pub fn cluster_domain(&self) -> &str {
-        &self.cluster_domain
+        &self.dns.cluster_domain
     }
 
     /// The directory holding one directory per pod (`<namespace>_<name>_<uid>`)

@@ -39,7 +39,7 @@ impl Runtime {
         let hostname = if host_network {
             String::new()
         } else {
-            pod_hostname::sandbox_hostname(pod, &self.cluster_domain)?
+            pod_hostname::sandbox_hostname(pod, &self.dns.cluster_domain)?
         };
         let pid_mode = if spec.and_then(|s| s.share_process_namespace) == Some(true) {
             cri::NamespaceMode::Pod
@@ -54,6 +54,7 @@ impl Runtime {
                 attempt,
             }),
             hostname,
+            dns_config: Some(self.dns.pod_dns(pod).config),
             log_directory: self.pod_dir(pod).to_string_lossy().into_owned(),
             labels,
             annotations,

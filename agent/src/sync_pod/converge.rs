@@ -49,6 +49,10 @@ pub(super) async fn converge(
             state.runtime.touch_sandbox(&s.id);
         }
         let attempt = rt.sandboxes.first().map_or(0, |s| s.attempt + 1);
+        // `generatePodSandboxConfig`'s DNS warnings (no cluster DNS, limits exceeded).
+        for (reason, message) in ctx.runtime.dns().pod_dns(pod).warnings {
+            ctx.events.pod(pod, None, Type::Warning, reason, message);
+        }
         match ctx.runtime.run_sandbox(pod, attempt).await {
             Ok(id) => {
                 state.runtime.touch_sandbox(&id);

@@ -58,6 +58,9 @@ pub async fn start_agent(
         .root_dir(dir.path().join("agent"))
         .timings(Timings::fast())
         .server_addr("127.0.0.1:0".parse().expect("addr"))
+        // A node with cluster DNS, as clusters have (without it every sandbox
+        // brings a MissingClusterDNS warning).
+        .cluster_dns(vec!["10.96.0.10".parse().expect("ip")])
         .spawn()
         .await
         .expect("agent starts");

@@ -136,6 +136,10 @@ pub fn check_binary(path: &Path) -> Result<(), String> {
 }
 
 /// The `KubeletConfiguration` (see the module docs for why each setting).
+/// The cluster DNS server every node of the harness is given (kind's), so a
+/// `ClusterFirst` pod's `/etc/resolv.conf` is the same whatever the agent.
+pub const CLUSTER_DNS: &str = "10.96.0.10";
+
 fn configuration(port: u16, healthz_port: u16, dir: &Path) -> String {
     format!(
         r#"apiVersion: kubelet.config.k8s.io/v1beta1
@@ -162,7 +166,7 @@ imageGCLowThresholdPercent: 99
 localStorageCapacityIsolation: false
 serializeImagePulls: false
 clusterDNS:
-- 10.96.0.10
+- {CLUSTER_DNS}
 clusterDomain: cluster.local
 staticPodPath: {dir}/manifests
 podLogsDir: {dir}/logs

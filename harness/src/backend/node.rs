@@ -236,6 +236,8 @@ async fn spawn_reference(
         .root_dir(root)
         .timings(timings)
         .pod_manifest_path(manifests)
+        .cluster_dns(super::kubelet::CLUSTER_DNS.parse().into_iter().collect())
+        .resolv_conf("/etc/resolv.conf")
         .spawn()
         .await
         .map_err(|e| agent_err(e.to_string()))?;
