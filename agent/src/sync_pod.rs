@@ -22,6 +22,7 @@ use tokio::time::Instant;
 mod converge;
 mod image;
 mod kill;
+mod sandbox;
 mod start;
 
 pub use image::{pull_policy, valid_reference};

@@ -13,9 +13,15 @@ use crate::pod_hostname;
 
 impl Runtime {
     /// The sandbox config the kubelet would send for `pod` (also needed by
-    /// `CreateContainer`); fails, as `generatePodSandboxConfig`, when the pod's
-    /// host name cannot be made.
-    pub fn sandbox_config(&self, pod: &Pod, attempt: u32) -> Result<cri::PodSandboxConfig> {
+    /// `CreateContainer`) with the pod's DNS config `dns`
+    /// ([`crate::dns::Configurer::pod_dns`]); fails, as
+    /// `generatePodSandboxConfig`, when the pod's host name cannot be made.
+    pub fn sandbox_config(
+        &self,
+        pod: &Pod,
+        attempt: u32,
+        dns: cri::DnsConfig,
+    ) -> Result<cri::PodSandboxConfig> {
         let meta = &pod.metadata;
         let name = meta.name.clone().unwrap_or_default();
         let namespace = meta.namespace.clone().unwrap_or_default();
@@ -54,7 +60,7 @@ impl Runtime {
                 attempt,
             }),
             hostname,
-            dns_config: Some(self.dns.pod_dns(pod).config),
+            dns_config: Some(dns),
             log_directory: self.pod_dir(pod).to_string_lossy().into_owned(),
             labels,
             annotations,

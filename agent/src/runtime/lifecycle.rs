@@ -13,9 +13,9 @@ use super::termination::create_termination_file;
 use super::{Error, Result, Runtime};
 
 impl Runtime {
-    /// `RunPodSandbox` for `pod`; returns the sandbox ID.
-    pub async fn run_sandbox(&self, pod: &Pod, attempt: u32) -> Result<String> {
-        let config = self.sandbox_config(pod, attempt)?;
+    /// `RunPodSandbox` for `pod` with `config` ([`Runtime::sandbox_config`]);
+    /// returns the sandbox ID.
+    pub async fn run_sandbox(&self, pod: &Pod, config: cri::PodSandboxConfig) -> Result<String> {
         let resp = self
             .call(
                 "RunPodSandbox",

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use super::SyncLoop;
 use crate::admission::{self, SysctlAllowlist};
 use crate::events::{self, Type};
+use crate::pod_status::is_terminal_phase;
 
 /// What pod admission needs: the allowlist of sysctls, the Node as last
 /// written, and the recorder for the rejection events.
@@ -26,8 +27,7 @@ pub struct Admission {
 
 /// Whether the API already has the pod `Succeeded` or `Failed`.
 fn is_terminal(pod: &Pod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    matches!(phase, Some("Succeeded" | "Failed"))
+    is_terminal_phase(pod.status.as_ref().and_then(|s| s.phase.as_deref()))
 }
 
 impl SyncLoop {

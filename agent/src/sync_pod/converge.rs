@@ -4,6 +4,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use tokio::time::Instant;
 
+use super::sandbox::PodSandbox;
 use super::start::start;
 use super::{Context, PodState, earliest};
 use crate::events::Type;
@@ -31,8 +32,8 @@ pub(super) async fn converge(
     let ready_sandboxes = rt.sandboxes.iter().filter(|s| s.ready).count();
     let sandbox_ok = rt.sandbox().is_some_and(|s| s.ready) && ready_sandboxes == 1;
     let mut acted = false;
-    let sandbox_id = if sandbox_ok {
-        rt.sandbox().map(|s| s.id.clone()).unwrap_or_default()
+    let sandbox = if let Some(s) = rt.sandbox().filter(|_| sandbox_ok) {
+        PodSandbox::existing(s.id.clone(), s.attempt, s.ip.clone())
     } else {
         if restart_policy(pod) == "Never" && !rt.sandboxes.is_empty() && !rt.containers.is_empty() {
             // The sandbox died after containers ran: upstream does not recreate it for Never.
@@ -49,14 +50,23 @@ pub(super) async fn converge(
             state.runtime.touch_sandbox(&s.id);
         }
         let attempt = rt.sandboxes.first().map_or(0, |s| s.attempt + 1);
-        // `generatePodSandboxConfig`'s DNS warnings (no cluster DNS, limits exceeded).
-        for (reason, message) in ctx.runtime.dns().pod_dns(pod).warnings {
+        // `generatePodSandboxConfig`, with its DNS warnings (no cluster DNS, limits exceeded).
+        let dns = ctx.runtime.dns().pod_dns(pod);
+        for (reason, message) in dns.warnings {
             ctx.events.pod(pod, None, Type::Warning, reason, message);
         }
-        match ctx.runtime.run_sandbox(pod, attempt).await {
-            Ok(id) => {
-                state.runtime.touch_sandbox(&id);
-                id
+        let created = match ctx.runtime.sandbox_config(pod, attempt, dns.config) {
+            Ok(config) => ctx
+                .runtime
+                .run_sandbox(pod, config.clone())
+                .await
+                .map(|id| PodSandbox::created(id, config)),
+            Err(error) => Err(error),
+        };
+        match created {
+            Ok(sandbox) => {
+                state.runtime.touch_sandbox(&sandbox.id);
+                sandbox
             }
             Err(error) => {
                 tracing::warn!(pod = %runtime::pod_key(pod), error = %error.short_message(), "creating pod sandbox failed");
@@ -76,11 +86,6 @@ pub(super) async fn converge(
         acted = true;
     }
     let fresh_sandbox = !sandbox_ok;
-    let attempt = if sandbox_ok {
-        rt.sandbox().map_or(0, |s| s.attempt)
-    } else {
-        rt.sandboxes.first().map_or(0, |s| s.attempt + 1)
-    };
 
     // Init containers, one at a time, in order, until an app container has run.
     let inits = spec.init_containers.as_deref().unwrap_or_default();
@@ -99,17 +104,8 @@ pub(super) async fn converge(
                     return Ok(acted);
                 }
                 _ => {
-                    let started = start(
-                        ctx,
-                        state,
-                        pod,
-                        c,
-                        &sandbox_id,
-                        attempt,
-                        rt.latest(&c.name),
-                        wake,
-                    )
-                    .await?;
+                    let started =
+                        start(ctx, state, pod, c, &sandbox, rt.latest(&c.name), wake).await?;
                     return Ok(acted || started);
                 }
             }
@@ -123,7 +119,7 @@ pub(super) async fn converge(
             Some(_) => pod_status::should_restart(c, pod, rt),
         };
         if needs_start && pod.metadata.deletion_timestamp.is_none() {
-            acted |= start(ctx, state, pod, c, &sandbox_id, attempt, latest, wake).await?;
+            acted |= start(ctx, state, pod, c, &sandbox, latest, wake).await?;
         }
     }
     Ok(acted)

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::image::ensure_image;
 use super::kill::{Kill, kill_container};
+use super::sandbox::PodSandbox;
 use super::{Context, PodState, earliest, instant_of};
 use crate::backoff::go_duration;
 use crate::env;
@@ -17,13 +18,13 @@ use crate::pod_hostname::{self, HostName};
 use crate::pod_status::Reason;
 use crate::runtime::{self, ContainerState};
 
-/// The container's environment ([`env::resolve`]); the pod IP is read from
-/// the sandbox only when a variable asks for it.
+/// The container's environment ([`env::resolve`]); the pod IP is asked for
+/// only when a variable needs it.
 async fn container_env(
     ctx: &Context,
     pod: &Pod,
     container: &Container,
-    sandbox_id: &str,
+    sandbox: &PodSandbox,
 ) -> Result<Vec<(String, String)>, String> {
     let wants_pod_ip = container.env.iter().flatten().any(|e| {
         e.value_from
@@ -32,10 +33,7 @@ async fn container_env(
             .is_some_and(|f| f.field_path.starts_with("status.podIP"))
     });
     let pod_ip = if wants_pod_ip {
-        ctx.runtime
-            .sandbox_ip(pod, sandbox_id)
-            .await
-            .map_err(|e| e.short_message())?
+        sandbox.ip(ctx, pod).await.map_err(|e| e.short_message())?
     } else {
         None
     };
@@ -54,7 +52,7 @@ async fn hosts_mount(
     ctx: &Context,
     pod: &Pod,
     container: &Container,
-    sandbox_id: &str,
+    sandbox: &PodSandbox,
 ) -> Result<Option<cri::Mount>, String> {
     const ETC_HOSTS: &str = "/etc/hosts";
     let own = container
@@ -75,11 +73,7 @@ async fn hosts_mount(
             .map_err(|e| format!("reading {ETC_HOSTS}: {e}"))?;
         pod_hostname::node_hosts_file(&node_hosts, aliases)
     } else {
-        let ip = ctx
-            .runtime
-            .sandbox_ip(pod, sandbox_id)
-            .await
-            .map_err(|e| e.short_message())?;
+        let ip = sandbox.ip(ctx, pod).await.map_err(|e| e.short_message())?;
         let Some(ip) = ip else {
             return Ok(None);
         };
@@ -125,14 +119,12 @@ fn start_failed(
 }
 
 /// Starts one container (`startContainer`), gated by back-off; true if it started.
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn start(
     ctx: &Context,
     state: &mut PodState,
     pod: &Pod,
     container: &Container,
-    sandbox_id: &str,
-    sandbox_attempt: u32,
+    sandbox: &PodSandbox,
     previous: Option<&runtime::Container>,
     wake: &mut Option<Instant>,
 ) -> runtime::Result<bool> {
@@ -198,8 +190,8 @@ pub(super) async fn start(
         }
         state.crash.next(&key, event, now);
     }
-    let sandbox_config = ctx.runtime.sandbox_config(pod, sandbox_attempt)?;
-    if let Err(reason) = ensure_image(ctx, state, pod, container, &sandbox_config, wake).await {
+    let sandbox_config = sandbox.config(ctx, pod).await?;
+    if let Err(reason) = ensure_image(ctx, state, pod, container, sandbox_config, wake).await {
         report_failed(ctx, pod, &container.name, &reason.reason);
         state.reasons.insert(container.name.clone(), reason);
         return Ok(false);
@@ -210,12 +202,12 @@ pub(super) async fn start(
     // expands against the environment); either failing is a CreateContainerConfigError.
     let volumes = state.volumes.as_ref().map(|(v, _)| v);
     let prepared = async {
-        let env = container_env(ctx, pod, container, sandbox_id).await?;
+        let env = container_env(ctx, pod, container, sandbox).await?;
         let mut mounts = match volumes {
             Some(volumes) => volumes.mounts(container, &env).await?,
             None => Vec::new(),
         };
-        mounts.extend(hosts_mount(ctx, pod, container, sandbox_id).await?);
+        mounts.extend(hosts_mount(ctx, pod, container, sandbox).await?);
         Ok::<_, String>((env, mounts))
     };
     let (env, mounts) = match prepared.await {
@@ -238,11 +230,11 @@ pub(super) async fn start(
         .container_config(pod, container, restart_count, env, mounts);
     let id = match ctx
         .runtime
-        .create_container(pod, sandbox_id, config, sandbox_config)
+        .create_container(pod, &sandbox.id, config, sandbox_config.clone())
         .await
     {
         Ok(id) => {
-            state.runtime.touch_container(&id, sandbox_id);
+            state.runtime.touch_container(&id, &sandbox.id);
             ctx.events.pod(
                 pod,
                 Some(&container.name),
@@ -275,7 +267,7 @@ pub(super) async fn start(
         format!("Started container {}", container.name),
     );
     tracing::info!(pod = %runtime::pod_key(pod), container = %container.name, "container started");
-    let hook = post_start(ctx, pod, container, &id, sandbox_id);
+    let hook = post_start(ctx, pod, container, &id, sandbox);
     let result = tokio::select! {
         result = hook => result,
         () = state.kill_signal() => {
@@ -329,7 +321,7 @@ async fn post_start(
     pod: &Pod,
     container: &Container,
     id: &str,
-    sandbox_id: &str,
+    sandbox: &PodSandbox,
 ) -> Result<(), lifecycle::Error> {
     let Some(hook) = container
         .lifecycle
@@ -339,7 +331,7 @@ async fn post_start(
         return Ok(());
     };
     let pod_ip = if hook.http_get.as_ref().is_some_and(|h| h.host.is_none()) {
-        ctx.runtime.sandbox_ip(pod, sandbox_id).await.ok().flatten()
+        sandbox.ip(ctx, pod).await.ok().flatten()
     } else {
         None
     };
