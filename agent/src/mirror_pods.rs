@@ -12,6 +12,7 @@ use kube::Api;
 use kube::api::{DeleteParams, PostParams, Preconditions};
 use tokio::sync::watch;
 
+use crate::runtime::pod_key;
 use crate::static_pods::CONFIG_HASH_ANNOTATION;
 
 /// The annotation that makes a pod a mirror pod: the hash of its static pod.
@@ -20,15 +21,6 @@ pub const CONFIG_MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 /// Whether `pod` is a mirror pod.
 pub fn is_mirror(pod: &Pod) -> bool {
     annotation(pod, CONFIG_MIRROR_ANNOTATION).is_some()
-}
-
-/// `namespace/name`: a static pod and its mirror share it.
-pub fn full_name(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
 }
 
 fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
@@ -141,14 +133,14 @@ impl MirrorClient {
                     Ok(Some(existing)) if is_mirror_of(&existing, static_pod) => Ok(()),
                     _ => Err(Error::Api {
                         op: "creating",
-                        pod: full_name(static_pod),
+                        pod: pod_key(static_pod),
                         source: kube::Error::Api(s),
                     }),
                 }
             }
             Err(source) => Err(Error::Api {
                 op: "creating",
-                pod: full_name(static_pod),
+                pod: pod_key(static_pod),
                 source,
             }),
         }
@@ -174,7 +166,7 @@ impl MirrorClient {
             Err(kube::Error::Api(s)) if s.is_not_found() || s.is_conflict() => Ok(false),
             Err(source) => Err(Error::Api {
                 op: "deleting",
-                pod: full_name(mirror),
+                pod: pod_key(mirror),
                 source,
             }),
         }

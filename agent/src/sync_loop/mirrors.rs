@@ -20,8 +20,10 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::{SyncLoop, uid};
-use crate::mirror_pods::{MirrorClient, full_name, is_mirror_of};
+use crate::mirror_pods::{MirrorClient, is_mirror_of};
+// A static pod and its mirror share their `namespace/name`, the kubelet's full name.
 use crate::pod_config::Op;
+use crate::runtime::pod_key as full_name;
 
 /// What the sync loop needs for static pods.
 #[derive(Debug)]

@@ -297,7 +297,8 @@ impl Ctx<'_> {
 
     fn update_manifest(&mut self, patch: &serde_json::Value) -> Result<(), String> {
         let mut manifest = self.manifest.clone().ok_or("no manifest written yet")?;
-        merge_patch(&mut manifest, patch);
+        // JSON merge patch (RFC 7386).
+        json_patch::merge(&mut manifest, patch);
         self.write_manifest(manifest)
     }
 
@@ -528,41 +529,5 @@ impl Ctx<'_> {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-    }
-}
-
-/// JSON merge patch (RFC 7386): objects merge key by key, `null` removes a
-/// key, anything else replaces.
-fn merge_patch(target: &mut serde_json::Value, patch: &serde_json::Value) {
-    let serde_json::Value::Object(changes) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = serde_json::Value::Object(serde_json::Map::new());
-    }
-    if let serde_json::Value::Object(fields) = target {
-        for (key, value) in changes {
-            if value.is_null() {
-                fields.remove(key);
-            } else {
-                merge_patch(
-                    fields.entry(key.clone()).or_insert(serde_json::Value::Null),
-                    value,
-                );
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    #[test]
-    fn merge_patch_is_rfc_7386() {
-        let mut doc = json!({"a": "b", "c": {"d": "e", "f": "g"}, "l": [1, 2]});
-        super::merge_patch(&mut doc, &json!({"a": "z", "c": {"f": null}, "l": [3]}));
-        assert_eq!(doc, json!({"a": "z", "c": {"d": "e"}, "l": [3]}));
     }
 }
