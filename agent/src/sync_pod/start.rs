@@ -101,6 +101,18 @@ pub(super) fn report_failed(ctx: &Context, pod: &Pod, container: &str, why: &str
     );
 }
 
+/// The kubelet's `FailedPostStartHook` event; like the kubelet's, it does
+/// not carry the hook's message (which may hold secrets).
+fn report_failed_post_start(ctx: &Context, pod: &Pod, container: &str) {
+    ctx.events.pod(
+        pod,
+        Some(container),
+        Type::Warning,
+        "FailedPostStartHook",
+        "PostStartHook failed".into(),
+    );
+}
+
 /// A container that could not be created or started: the `Failed` event and
 /// the waiting reason its status shows until the retry.
 fn start_failed(
@@ -273,26 +285,13 @@ pub(super) async fn start(
         () = state.kill_signal() => {
             // The kubelet cancels the hook with the sync; the kill that follows stops the container.
             tracing::info!(pod = %runtime::pod_key(pod), container = %container.name, "postStart hook cancelled: the pod is being killed");
-            ctx.events.pod(
-                pod,
-                Some(&container.name),
-                Type::Warning,
-                "FailedPostStartHook",
-                "PostStartHook failed".into(),
-            );
+            report_failed_post_start(ctx, pod, &container.name);
             return Ok(true);
         }
     };
     if let Err(error) = result {
         tracing::warn!(pod = %runtime::pod_key(pod), container = %container.name, %error, "postStart hook failed");
-        // Like the kubelet, the event does not carry the message (it may hold secrets).
-        ctx.events.pod(
-            pod,
-            Some(&container.name),
-            Type::Warning,
-            "FailedPostStartHook",
-            "PostStartHook failed".into(),
-        );
+        report_failed_post_start(ctx, pod, &container.name);
         let kill = Kill {
             id: &id,
             name: &container.name,
