@@ -49,12 +49,15 @@ impl SyncLoop {
             })
             .map(|(_, p)| p.as_ref())
             .collect();
-        let node = self.admission.node.borrow().clone();
-        let rejection =
-            match admission::admit(&self.admission.sysctls, node.as_ref(), &pod, &others) {
-                Ok(()) => return,
-                Err(rejection) => rejection,
-            };
+        // The Node is read in place, not copied: nothing awaits while it is borrowed.
+        let admitted = {
+            let node = self.admission.node.borrow();
+            admission::admit(&self.admission.sysctls, node.as_ref(), &pod, &others)
+        };
+        let rejection = match admitted {
+            Ok(()) => return,
+            Err(rejection) => rejection,
+        };
         tracing::info!(pod = %crate::runtime::pod_key(&pod), reason = %rejection.reason, message = %rejection.message, "pod rejected");
         self.admission.events.pod(
             &pod,
