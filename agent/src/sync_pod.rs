@@ -326,10 +326,16 @@ async fn sync_running(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime
         });
     }
     let mut wake = None;
-    for _ in 0..4 {
-        let status = publish(ctx, state, pod, &rt, false, false).await;
-        if is_terminal_phase(status.phase.as_deref()) {
-            return Ok(Outcome::Terminal);
+    for pass in 0..4 {
+        // After a probe kill the kubelet kills and starts again in one `SyncPod`: the
+        // status it wrote before showed the container running, the next one shows it
+        // restarted. Converging first keeps the killed, not yet restarted container out
+        // of the API (a pod with nothing to start reports it after `converge`).
+        if !(killed && pass == 0) {
+            let status = publish(ctx, state, pod, &rt, false, false).await;
+            if is_terminal_phase(status.phase.as_deref()) {
+                return Ok(Outcome::Terminal);
+            }
         }
         wake = None;
         let reasons_before = state.reasons.clone();
@@ -350,7 +356,10 @@ async fn sync_running(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime
             .any(|(name, reason)| reasons_before.get(name) != Some(reason));
         if !acted || failed {
             // Reasons may have changed (e.g. CrashLoopBackOff): report them.
-            publish(ctx, state, pod, &rt, false, false).await;
+            let status = publish(ctx, state, pod, &rt, false, false).await;
+            if is_terminal_phase(status.phase.as_deref()) {
+                return Ok(Outcome::Terminal);
+            }
             return Ok(Outcome::Continue {
                 wake_at: earliest_opt(wake, state.prober.next_due()),
             });

@@ -103,12 +103,14 @@ pub fn bind(
             name: name.to_string(),
         })?;
         let pod = &current.value;
-        let precondition = |field: &str, want: &str, have: &str| Error::Conflict {
-            resource: pods,
-            name: name.to_string(),
-            detail: format!(
-                "Precondition failed: {field} in precondition: {want}, {field} in object meta: {have}"
-            ),
+        let precondition = |field: &str, want: &str, have: &str| {
+            Error::conflict(
+                pods,
+                name,
+                format!(
+                    "Precondition failed: {field} in precondition: {want}, {field} in object meta: {have}"
+                ),
+            )
         };
         let (want_uid, uid) = (meta::str_field(binding, "uid"), meta::str_field(pod, "uid"));
         if !want_uid.is_empty() && want_uid != uid {

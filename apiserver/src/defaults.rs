@@ -55,13 +55,72 @@ pub fn apply(resource: &Resource, obj: &mut Value) {
         if let Some(spec) = object(map, "spec") {
             pod_spec(spec);
         }
+        if let Some(status) = object(map, "status") {
+            // (1.28 drops `hostIPs`, its feature gate being off: not defaulted here.)
+            ips_from_ip(status, "podIP", "podIPs");
+        }
     } else if std::ptr::eq(resource, &resources::NODES) {
+        if let Some(spec) = object(map, "spec") {
+            // `SetDefaults_NodeSpec`: podCIDRs from podCIDR.
+            if let Some(cidr) = spec
+                .get("podCIDR")
+                .and_then(Value::as_str)
+                .filter(|c| !c.is_empty())
+            {
+                let cidr = cidr.to_owned();
+                spec.entry("podCIDRs").or_insert_with(|| json!([cidr]));
+            }
+        }
         if let Some(status) = object(map, "status") {
             node_status(status);
         }
     } else if std::ptr::eq(resource, &resources::SECRETS) {
         default(map, "type", "Opaque".into());
         string_data(map);
+    }
+}
+
+/// The pod status conversion: a single IP (`podIP`, `hostIP`) becomes the first of its
+/// plural list when the client sent no list.
+fn ips_from_ip(status: &mut Map<String, Value>, single: &str, plural: &str) {
+    let Some(ip) = status
+        .get(single)
+        .and_then(Value::as_str)
+        .filter(|ip| !ip.is_empty())
+    else {
+        return;
+    };
+    let ip = ip.to_owned();
+    let empty = status
+        .get(plural)
+        .is_none_or(|l| l.is_null() || l.as_array().is_some_and(Vec::is_empty));
+    if empty {
+        status.insert(plural.to_owned(), json!([{"ip": ip}]));
+    }
+}
+
+/// The `TaintNodesByCondition` admission plugin: a new Node is tainted
+/// `node.kubernetes.io/not-ready:NoSchedule` until the node lifecycle controller sees it
+/// Ready.
+pub fn admit_node(node: &mut Value) {
+    let Some(map) = node.as_object_mut() else {
+        return;
+    };
+    let Some(spec) = map
+        .entry("spec")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+    else {
+        return;
+    };
+    let taints = spec.entry("taints").or_insert_with(|| json!([]));
+    if let Some(taints) = taints.as_array_mut() {
+        let tainted = taints
+            .iter()
+            .any(|t| t["key"] == "node.kubernetes.io/not-ready" && t["effect"] == "NoSchedule");
+        if !tainted {
+            taints.push(json!({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}));
+        }
     }
 }
 
@@ -252,10 +311,81 @@ pub fn admit_pod(pod: &mut Value) {
         default(spec, "serviceAccountName", "default".into());
         let account = spec["serviceAccountName"].clone();
         spec.insert("serviceAccount".into(), account);
+        if spec
+            .get("automountServiceAccountToken")
+            .and_then(Value::as_bool)
+            != Some(false)
+        {
+            mount_service_account_token(spec);
+        }
     }
     default(spec, "priority", 0.into());
     default(spec, "preemptionPolicy", "PreemptLowerPriority".into());
     default_toleration_seconds(spec);
+}
+
+/// What the admission plugins do to a pod being updated: `DefaultTolerationSeconds` adds
+/// its tolerations back if an update took them away.
+pub fn admit_pod_update(pod: &mut Value) {
+    if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
+        default_toleration_seconds(spec);
+    }
+}
+
+/// Where the `ServiceAccount` admission plugin mounts the API credentials.
+const TOKEN_MOUNT_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// The `ServiceAccount` admission plugin's `kube-api-access-<random>` volume: a projected
+/// service-account token (3607 s), the cluster CA from `kube-root-ca.crt` and the pod's
+/// namespace, mounted read-only at [`TOKEN_MOUNT_PATH`] in every container that mounts
+/// nothing there already.
+fn mount_service_account_token(spec: &mut Map<String, Value>) {
+    let existing = spec
+        .get("volumes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.get("name").and_then(Value::as_str))
+        .find(|n| n.starts_with("kube-api-access-"))
+        .map(str::to_owned);
+    let name = existing
+        .clone()
+        .unwrap_or_else(|| format!("kube-api-access-{}", crate::meta::name_suffix()));
+    let mount = json!({"name": name, "readOnly": true, "mountPath": TOKEN_MOUNT_PATH});
+    let mut mounted = false;
+    for list in ["initContainers", "containers"] {
+        for container in spec
+            .get_mut(list)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            let mounts = container.entry("volumeMounts").or_insert_with(|| json!([]));
+            let Some(mounts) = mounts.as_array_mut() else {
+                continue;
+            };
+            if !mounts.iter().any(|m| m["mountPath"] == TOKEN_MOUNT_PATH) {
+                mounts.push(mount.clone());
+                mounted = true;
+            }
+        }
+    }
+    if mounted && existing.is_none() {
+        let volume = json!({"name": name, "projected": {"defaultMode": 420, "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"downwardAPI": {"items": [{"path": "namespace",
+                "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
+        ]}});
+        if let Some(volumes) = spec
+            .entry("volumes")
+            .or_insert_with(|| json!([]))
+            .as_array_mut()
+        {
+            volumes.push(volume);
+        }
+    }
 }
 
 /// `DefaultTolerationSeconds`: tolerate the not-ready and unreachable taints for 300 s

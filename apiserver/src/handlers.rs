@@ -296,7 +296,7 @@ fn list(ctx: &Context, target: &Target, query: &Query, view: View) -> Result<Res
         View::Json => (format!("{}List", resource.kind), resource.api_version()),
     };
     let head = json!({"kind": kind, "apiVersion": api_version, "metadata": metadata}).to_string();
-    let items: Vec<bytes::Bytes> = page.iter().map(|o| view.object(resource, o)).collect();
+    let items: Vec<bytes::Bytes> = page.iter().map(|o| view.item(resource, o)).collect();
     let size: usize = items.iter().map(|o| o.len() + 1).sum();
     let mut out = Vec::with_capacity(head.len() + size + 16);
     out.extend_from_slice(&head.as_bytes()[..head.len() - 1]);
@@ -370,7 +370,7 @@ fn create(
     let obj = to_storage(target.resource, obj);
     let created = ctx
         .registry
-        .create_mode(target.resource.storage(), target.ns(), obj, dry_run)?;
+        .create_mode(target.resource, target.ns(), obj, dry_run)?;
     let resp = object_response(201, target.resource, &created, view);
     Ok(with_warnings(resp, &warnings))
 }
@@ -433,14 +433,31 @@ fn update(
     let warnings = validation::check(target.resource, &obj, validation)?;
     let obj = to_storage(target.resource, obj);
     let create = target.resource.create_on_update;
+    let resource = target.resource.storage();
     let (stored, created) = ctx.registry.update_mode(
-        target.resource.storage(),
+        resource,
         target.ns(),
         name,
         part(target),
         create,
         dry_run,
-        |_| Ok(obj),
+        |current| {
+            // A PUT's uid is a precondition of the storage write (a PATCH's is a change
+            // that validation refuses).
+            let (want, have) = (meta::str_field(&obj, "uid"), current.map_or("", |c| meta::str_field(c, "uid")));
+            if !want.is_empty() && current.is_some() && want != have {
+                return Err(Error::conflict(
+                    resource,
+                    name,
+                    format!(
+                        "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, \
+                         AdditionalErrorMsg: Precondition failed: UID in precondition: {want}, UID in object meta: {have}",
+                        resources::storage_key(resource, target.ns(), name)
+                    ),
+                ));
+            }
+            Ok(obj)
+        },
     )?;
     let code = if created { 201 } else { 200 };
     let resp = object_response(code, target.resource, &stored, view);

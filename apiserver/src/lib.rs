@@ -35,6 +35,7 @@ pub mod defaults;
 pub mod deletion;
 pub mod discovery;
 pub mod events;
+pub mod field;
 pub mod handlers;
 pub mod http;
 pub mod kubeconfig;
@@ -59,7 +60,9 @@ pub mod strategy;
 pub mod subresources;
 pub mod table;
 pub mod tls;
+pub mod validate;
 pub mod validation;
 pub mod watch;
+pub mod wire;
 
 pub use server::{ApiServer, Builder, Error};

@@ -84,10 +84,9 @@ pub fn apply(
             let ops: json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|e| {
                 Error::bad_request(format!("the JSON patch could not be decoded: {e}"))
             })?;
-            json_patch::patch(&mut doc, &ops).map_err(|e| Error::Invalid {
-                resource,
-                name: name.to_string(),
-                detail: format!("the JSON patch could not be applied: {e}"),
+            json_patch::patch(&mut doc, &ops).map_err(|e| {
+                tracing::debug!(resource = resource.plural, name, error = %e, "JSON patch not applied");
+                Error::PatchRejected
             })?;
         }
     }

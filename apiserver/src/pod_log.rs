@@ -81,36 +81,42 @@ impl Options {
 
     /// `ValidatePodLogOptions`: a 422 naming every bad field.
     pub fn validate(&self, name: &str) -> Result<()> {
+        use crate::field::{Error as FieldError, Value};
         let mut errors = Vec::new();
         if let Some(n) = self.tail_lines.filter(|n| *n < 0) {
-            errors.push(format!(
-                "tailLines: Invalid value: {n}: must be greater than or equal to 0"
+            errors.push(FieldError::invalid(
+                "tailLines",
+                Value::plain(n),
+                "must be greater than or equal to 0",
             ));
         }
         if let Some(n) = self.limit_bytes.filter(|n| *n < 1) {
-            errors.push(format!(
-                "limitBytes: Invalid value: {n}: must be greater than 0"
+            errors.push(FieldError::invalid(
+                "limitBytes",
+                Value::plain(n),
+                "must be greater than 0",
             ));
         }
         match (self.since_seconds, &self.since_time) {
-            (Some(_), Some(_)) => errors.push(
-                "[]: Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified"
-                    .to_owned(),
-            ),
-            (Some(n), None) if n < 1 => errors.push(format!(
-                "sinceSeconds: Invalid value: {n}: must be greater than 0"
+            (Some(_), Some(_)) => errors.push(FieldError::forbidden(
+                "[]",
+                "at most one of `sinceTime` or `sinceSeconds` may be specified",
+            )),
+            (Some(n), None) if n < 1 => errors.push(FieldError::invalid(
+                "sinceSeconds",
+                Value::plain(n),
+                "must be greater than 0",
             )),
             _ => {}
         }
-        let detail = match errors.len() {
-            0 => return Ok(()),
-            1 => errors.remove(0),
-            _ => format!("[{}]", errors.join(", ")),
-        };
-        Err(Error::InvalidOptions {
+        if errors.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Invalid {
+            group: "",
             kind: "PodLogOptions",
             name: name.to_owned(),
-            detail,
+            errors,
         })
     }
 

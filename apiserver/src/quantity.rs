@@ -1,5 +1,6 @@
 //! Resource quantities (`resource.Quantity`): parsed exactly enough to compare them, as
-//! the pod QoS class needs (`1` equals `1000m`, `1Gi` equals `1073741824`).
+//! the pod QoS class needs (`1` equals `1000m`, `1Gi` equals `1073741824`), and written in
+//! upstream's canonical form (`1000m` is stored as `1`, `1024Ki` as `1Mi`).
 
 use std::cmp::Ordering;
 
@@ -90,6 +91,158 @@ impl Quantity {
     }
 }
 
+/// How a quantity was written, which decides how it is written back (`resource.Format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// No suffix or a decimal one (`m`, `k`, `M`, …).
+    DecimalSi,
+    /// A binary suffix (`Ki`, `Mi`, …).
+    BinarySi,
+    /// An exponent (`1e3`).
+    DecimalExponent,
+}
+
+/// A quantity's exact value, `mantissa × 10^exponent`, and its format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Exact {
+    mantissa: i128,
+    exponent: i32,
+    format: Format,
+}
+
+impl Exact {
+    fn parse(s: &str) -> Option<Exact> {
+        Quantity::parse(s)?;
+        let (negative, rest) = match s.as_bytes().first()? {
+            b'-' => (true, &s[1..]),
+            b'+' => (false, &s[1..]),
+            _ => (false, s),
+        };
+        let number_len = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        let (number, suffix) = rest.split_at(number_len);
+        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+        let (pow10, pow2, format) = match suffix {
+            "" => (0, 0, Format::DecimalSi),
+            "n" => (-9, 0, Format::DecimalSi),
+            "u" => (-6, 0, Format::DecimalSi),
+            "m" => (-3, 0, Format::DecimalSi),
+            "k" => (3, 0, Format::DecimalSi),
+            "M" => (6, 0, Format::DecimalSi),
+            "G" => (9, 0, Format::DecimalSi),
+            "T" => (12, 0, Format::DecimalSi),
+            "P" => (15, 0, Format::DecimalSi),
+            "E" => (18, 0, Format::DecimalSi),
+            "Ki" => (0, 10, Format::BinarySi),
+            "Mi" => (0, 20, Format::BinarySi),
+            "Gi" => (0, 30, Format::BinarySi),
+            "Ti" => (0, 40, Format::BinarySi),
+            "Pi" => (0, 50, Format::BinarySi),
+            "Ei" => (0, 60, Format::BinarySi),
+            exponent => (
+                exponent[1..].parse::<i32>().ok()?,
+                0,
+                Format::DecimalExponent,
+            ),
+        };
+        let mut mantissa: i128 = 0;
+        for b in whole.bytes().chain(fraction.bytes()) {
+            mantissa = mantissa
+                .checked_mul(10)?
+                .checked_add(i128::from(b - b'0'))?;
+        }
+        mantissa = mantissa.checked_mul(1i128.checked_shl(pow2)?)?;
+        let exponent = pow10.checked_sub(i32::try_from(fraction.len()).ok()?)?;
+        let mut exact = Exact {
+            mantissa: if negative { -mantissa } else { mantissa },
+            exponent,
+            format,
+        };
+        // Upstream keeps nothing below a nano-unit: it rounds up to it.
+        exact.round_up(-9);
+        Some(exact)
+    }
+
+    /// Rounds away from zero to `10^scale` units (`RoundUp`): a digit dropped that is not
+    /// zero moves the rest one unit away from zero.
+    fn round_up(&mut self, scale: i32) {
+        while self.exponent < scale {
+            let rest = self.mantissa % 10;
+            self.mantissa = self.mantissa / 10 + rest.signum();
+            self.exponent += 1;
+        }
+    }
+
+    /// `CanonicalizeBytes`: the shortest exact spelling in the quantity's format.
+    fn canonical(self) -> String {
+        if self.mantissa == 0 {
+            return "0".into();
+        }
+        let (mut m, mut e) = (self.mantissa, self.exponent);
+        while m % 10 == 0 {
+            m /= 10;
+            e += 1;
+        }
+        let integer = (e >= 0)
+            .then(|| m.checked_mul(10i128.checked_pow(e as u32)?))
+            .flatten();
+        if self.format == Format::BinarySi
+            && let Some(value) = integer.filter(|v| v.abs() >= 1024)
+        {
+            let (mut v, mut power) = (value, 0);
+            while v % 1024 == 0 && power < 6 {
+                v /= 1024;
+                power += 1;
+            }
+            let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][power];
+            return format!("{v}{suffix}");
+        }
+        // An exponent that is a multiple of three, the mantissa grown to match.
+        match e.rem_euclid(3) {
+            1 => {
+                m *= 10;
+                e -= 1;
+            }
+            2 => {
+                m *= 100;
+                e -= 2;
+            }
+            _ => {}
+        }
+        let suffix = match (self.format, e) {
+            (Format::DecimalExponent, 0) => String::new(),
+            (Format::DecimalExponent, e) => format!("e{e}"),
+            (_, -9) => "n".into(),
+            (_, -6) => "u".into(),
+            (_, -3) => "m".into(),
+            (_, 0) => String::new(),
+            (_, 3) => "k".into(),
+            (_, 6) => "M".into(),
+            (_, 9) => "G".into(),
+            (_, 12) => "T".into(),
+            (_, 15) => "P".into(),
+            (_, 18) => "E".into(),
+            (_, e) => format!("e{e}"),
+        };
+        format!("{m}{suffix}")
+    }
+}
+
+/// `s` as kube-apiserver writes it back (`1000m` → `1`, `1024Ki` → `1Mi`, `0.5` →
+/// `500m`); `None` when `s` is not a quantity.
+pub fn canonical(s: &str) -> Option<String> {
+    Some(Exact::parse(s)?.canonical())
+}
+
+/// `s` rounded up to milli-units, then canonical: what `SetDefaults_ResourceList` makes of
+/// a resource list's values (`0.1m` → `1m`).
+pub fn canonical_milli(s: &str) -> Option<String> {
+    let mut exact = Exact::parse(s)?;
+    exact.round_up(-3);
+    Some(exact.canonical())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +274,37 @@ mod tests {
         ] {
             assert_eq!(Quantity::parse(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn canonical_spellings_are_upstreams() {
+        for (written, stored) in [
+            ("1000m", "1"),
+            ("1500m", "1500m"),
+            ("0.5", "500m"),
+            ("12000", "12k"),
+            ("1024Ki", "1Mi"),
+            ("1000Ki", "1000Ki"),
+            ("1536", "1536"),
+            ("1.5Ki", "1536"),
+            ("512", "512"),
+            ("0.5Gi", "512Mi"),
+            ("100Mi", "100Mi"),
+            ("1e3", "1e3"),
+            ("1500e0", "1500"),
+            ("3000e0", "3e3"),
+            ("0", "0"),
+            ("0m", "0"),
+            ("-1000m", "-1"),
+            ("1Gi", "1Gi"),
+            ("24Gi", "24Gi"),
+            ("0.1n", "1n"),
+            ("2", "2"),
+        ] {
+            assert_eq!(canonical(written).as_deref(), Some(stored), "{written}");
+        }
+        assert_eq!(canonical_milli("0.1m").as_deref(), Some("1m"));
+        assert_eq!(canonical_milli("1.0001").as_deref(), Some("1001m"));
+        assert_eq!(canonical("x"), None);
     }
 }

@@ -71,12 +71,25 @@ pub struct Registry {
     ca_pem: String,
 }
 
-fn conflict(resource: &'static Resource, name: &str, detail: String) -> Error {
-    Error::Conflict {
-        resource,
-        name: name.to_string(),
-        detail,
+/// A `metadata.resourceVersion` as upstream's versioner reads it: empty is 0, anything
+/// else must be an unsigned integer, and Go's parse error is the (reason-less) 500 answer.
+fn parse_resource_version(rv: &str) -> Result<u64> {
+    if rv.is_empty() {
+        return Ok(0);
     }
+    rv.parse::<u64>().map_err(|e| {
+        let problem = match e.kind() {
+            std::num::IntErrorKind::PosOverflow => "value out of range",
+            _ => "invalid syntax",
+        };
+        Error::Unknown {
+            message: format!("strconv.ParseUint: parsing {rv:?}: {problem}"),
+        }
+    })
+}
+
+fn conflict(resource: &'static Resource, name: &str, detail: String) -> Error {
+    Error::conflict(resource, name, detail)
 }
 
 impl Registry {
@@ -107,7 +120,8 @@ impl Registry {
         self.create_mode(resource, namespace, obj, false)
     }
 
-    /// [`Registry::create`], or with `dry_run` only what it would return.
+    /// [`Registry::create`], or with `dry_run` only what it would return. `resource` is
+    /// the one the client addressed (its storage resource holds the object).
     pub fn create_mode(
         &self,
         resource: &'static Resource,
@@ -116,8 +130,9 @@ impl Registry {
         dry_run: bool,
     ) -> Result<Arc<Object>> {
         let obj = strategy::prepare_for_create(resource, obj, namespace)?;
+        let storage = resource.storage();
         self.store
-            .txn_mode(dry_run, |t| self.create_in(t, resource, obj))
+            .txn_mode(dry_run, |t| self.create_in(t, storage, obj))
     }
 
     fn create_in(
@@ -225,22 +240,31 @@ impl Registry {
                 return Ok((self.create_in(t, resource, obj)?, true));
             };
             let new = next(Some(&current.value))?;
-            let want_rv = meta::str_field(&new, "resourceVersion");
-            if !want_rv.is_empty() && want_rv != current.rv.to_string() {
-                return Err(conflict(
-                    resource,
-                    name,
-                    "the object has been modified; please apply your changes to the latest version and try again".into(),
-                ));
-            }
-            let want_uid = meta::str_field(&new, "uid");
-            let uid = meta::str_field(&current.value, "uid");
-            if !want_uid.is_empty() && want_uid != uid {
-                return Err(conflict(
-                    resource,
-                    name,
-                    format!("Precondition failed: UID in precondition: {want_uid}, UID in object meta: {uid}"),
-                ));
+            match parse_resource_version(meta::str_field(&new, "resourceVersion"))? {
+                // Unset and "0" are the same to upstream's versioner: an unconditional
+                // update where the strategy allows one (virtual-kubelet's status writes).
+                0 if resource.unconditional_update => {}
+                0 => {
+                    // Upstream names the kind by its resource here.
+                    return Err(Error::Invalid {
+                        group: resource.group,
+                        kind: resource.plural,
+                        name: name.to_string(),
+                        errors: vec![crate::field::Error::invalid(
+                            "metadata.resourceVersion",
+                            crate::field::Value::raw("0x0"),
+                            "must be specified for an update",
+                        )],
+                    });
+                }
+                version if version != current.rv => {
+                    return Err(conflict(
+                        resource,
+                        name,
+                        "the object has been modified; please apply your changes to the latest version and try again".into(),
+                    ));
+                }
+                _ => {}
             }
             let mut out = strategy::prepare_for_update(resource, &current.value, new, part)?;
             meta::set(&mut out, "resourceVersion", current.rv.to_string());

@@ -33,6 +33,9 @@ pub struct Resource {
     pub status_subresource: bool,
     /// Whether `PUT` of a missing object creates it (upstream `AllowCreateOnUpdate`).
     pub create_on_update: bool,
+    /// Whether an update without a `resourceVersion` (or with `"0"`) overwrites whatever is
+    /// stored (upstream `AllowUnconditionalUpdate`); otherwise it is a 422.
+    pub unconditional_update: bool,
     /// Field selector labels served besides `metadata.name` / `metadata.namespace`.
     pub fields: &'static [&'static str],
     /// Lists that strategic merge patch merges by key, as dotted paths from the object root.
@@ -87,6 +90,21 @@ impl Resource {
         label == "metadata.name"
             || (label == "metadata.namespace" && self.namespaced)
             || self.fields.contains(&label)
+    }
+}
+
+/// Where kube-apiserver keeps an object in etcd (`/registry/<prefix>/[<namespace>/]<name>`),
+/// as its storage errors name it.
+pub fn storage_key(resource: &Resource, namespace: &str, name: &str) -> String {
+    let prefix = match (resource.group, resource.plural) {
+        ("", "nodes") => "minions",
+        ("", "services") => "services/specs",
+        (_, plural) => plural,
+    };
+    if namespace.is_empty() {
+        format!("/registry/{prefix}/{name}")
+    } else {
+        format!("/registry/{prefix}/{namespace}/{name}")
     }
 }
 
@@ -166,6 +184,7 @@ pub static NAMESPACES: Resource = Resource {
     short_names: &["ns"],
     status_subresource: true,
     create_on_update: false,
+    unconditional_update: true,
     fields: &["status.phase"],
     merge: CONDITIONS_MERGE,
 };
@@ -182,6 +201,7 @@ pub static PODS: Resource = Resource {
     short_names: &["po"],
     status_subresource: true,
     create_on_update: false,
+    unconditional_update: true,
     fields: &[
         "spec.nodeName",
         "spec.restartPolicy",
@@ -207,6 +227,7 @@ pub static NODES: Resource = Resource {
     short_names: &["no"],
     status_subresource: true,
     create_on_update: false,
+    unconditional_update: true,
     fields: &["spec.unschedulable"],
     merge: NODE_MERGE,
 };
@@ -223,6 +244,7 @@ pub static EVENTS: Resource = Resource {
     short_names: &["ev"],
     status_subresource: false,
     create_on_update: true,
+    unconditional_update: true,
     fields: &[
         "involvedObject.kind",
         "involvedObject.namespace",
@@ -251,6 +273,7 @@ pub static CONFIGMAPS: Resource = Resource {
     short_names: &["cm"],
     status_subresource: false,
     create_on_update: false,
+    unconditional_update: true,
     fields: &[],
     merge: &[],
 };
@@ -267,6 +290,7 @@ pub static SECRETS: Resource = Resource {
     short_names: &[],
     status_subresource: false,
     create_on_update: false,
+    unconditional_update: true,
     fields: &["type"],
     merge: &[],
 };
@@ -283,6 +307,7 @@ pub static SERVICEACCOUNTS: Resource = Resource {
     short_names: &["sa"],
     status_subresource: false,
     create_on_update: false,
+    unconditional_update: true,
     fields: &[],
     merge: &[("secrets", ListMerge::Key("name"))],
 };
@@ -299,6 +324,7 @@ pub static SERVICES: Resource = Resource {
     short_names: &["svc"],
     status_subresource: true,
     create_on_update: false,
+    unconditional_update: true,
     fields: &["spec.clusterIP", "spec.type"],
     merge: &[("spec.ports", ListMerge::Key("port"))],
 };
@@ -315,6 +341,7 @@ pub static EVENTS_V1: Resource = Resource {
     short_names: &["ev"],
     status_subresource: false,
     create_on_update: true,
+    unconditional_update: true,
     fields: &[
         "regarding.kind",
         "regarding.namespace",
@@ -339,6 +366,7 @@ pub static LEASES: Resource = Resource {
     short_names: &[],
     status_subresource: false,
     create_on_update: true,
+    unconditional_update: false,
     fields: &[],
     merge: &[],
 };
@@ -355,6 +383,7 @@ pub static RUNTIMECLASSES: Resource = Resource {
     short_names: &[],
     status_subresource: false,
     create_on_update: false,
+    unconditional_update: false,
     fields: &[],
     merge: &[],
 };
@@ -371,6 +400,7 @@ pub static CSIDRIVERS: Resource = Resource {
     short_names: &[],
     status_subresource: false,
     create_on_update: false,
+    unconditional_update: false,
     fields: &[],
     merge: &[],
 };
@@ -387,6 +417,7 @@ pub static CSINODES: Resource = Resource {
     short_names: &[],
     status_subresource: false,
     create_on_update: false,
+    unconditional_update: false,
     fields: &[],
     merge: &[("spec.drivers", ListMerge::Key("name"))],
 };

@@ -1,7 +1,7 @@
 //! The one mapping from errors to the wire: every failure the server reports is an
 //! [`Error`] and leaves as a `metav1.Status` with the upstream `code` and `reason`.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusDetails};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusCause, StatusDetails};
 
 use crate::resources::Resource;
 
@@ -37,10 +37,17 @@ pub enum Error {
         name: String,
     },
     /// 409 `Conflict`: stale `resourceVersion`, or a precondition that does not hold.
-    #[error("Operation cannot be fulfilled on {} \"{name}\": {detail}", resource.qualified())]
+    /// Upstream names the object by its resource (`pods`) for storage conflicts and by
+    /// its kind (`ConfigMap`) for delete preconditions; `on` is whichever it uses.
+    #[error(
+        "Operation cannot be fulfilled on {} \"{name}\": {detail}",
+        qualified(group, on)
+    )]
     Conflict {
-        /// The resource of the object.
-        resource: &'static Resource,
+        /// The API group of the object.
+        group: &'static str,
+        /// The resource or kind the message names.
+        on: &'static str,
         /// The object name.
         name: String,
         /// Why the operation could not be fulfilled.
@@ -57,26 +64,28 @@ pub enum Error {
         /// Why the operation could not be fulfilled.
         detail: String,
     },
-    /// 422 `Invalid`: the object fails validation.
-    #[error("{} \"{name}\" is invalid: {detail}", resource.kind)]
+    /// 422 `Invalid`: an object or a request's options fail validation, with one cause
+    /// per field error (`NewInvalid`).
+    #[error(
+        "{} {} is invalid: {}",
+        qualified(group, kind),
+        crate::field::go_quote(name),
+        crate::field::aggregate(errors)
+    )]
     Invalid {
-        /// The resource of the object.
-        resource: &'static Resource,
+        /// The API group of the kind (`meta.k8s.io` for request options).
+        group: &'static str,
+        /// The kind (`Pod`, `CreateOptions`); upstream names a few checks by resource.
+        kind: &'static str,
         /// The object name (may be empty).
         name: String,
         /// The field errors.
-        detail: String,
+        errors: Vec<crate::field::Error>,
     },
-    /// 422 `Invalid`: request options (not an object) fail validation, e.g. `PodLogOptions`.
-    #[error("{kind} \"{name}\" is invalid: {detail}")]
-    InvalidOptions {
-        /// The options kind.
-        kind: &'static str,
-        /// The object the request is about.
-        name: String,
-        /// The field errors.
-        detail: String,
-    },
+    /// 422 without causes: a JSON patch that cannot be applied (a failed `test`, a path
+    /// that is not there); upstream answers with `NewGenericServerResponse`'s words.
+    #[error("the server rejected our request due to an error in our request")]
+    PatchRejected,
     /// The kubelet answered a proxied request (`pods/log`) with an error status
     /// other than 400 and 500: upstream's `NewGenericServerResponse`.
     #[error("{}", generic_server_message(*code, message, subresource, name))]
@@ -144,6 +153,15 @@ pub enum Error {
     },
 }
 
+/// `kind` or `kind.group`, as upstream's `GroupKind`/`GroupResource.String()` write them.
+fn qualified(group: &str, kind: &str) -> String {
+    if group.is_empty() {
+        kind.to_owned()
+    } else {
+        format!("{kind}.{group}")
+    }
+}
+
 /// A `Result` whose error is a wire-mappable [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -188,6 +206,44 @@ fn generic_server_message(code: u16, body: &str, subresource: &str, name: &str) 
 }
 
 impl Error {
+    /// A 422 for an object of `resource`.
+    pub fn invalid(
+        resource: &Resource,
+        name: impl Into<String>,
+        errors: Vec<crate::field::Error>,
+    ) -> Self {
+        Error::Invalid {
+            group: resource.group,
+            kind: resource.kind,
+            name: name.into(),
+            errors,
+        }
+    }
+
+    /// A 422 for a request's options (`CreateOptions`, `ListOptions`, …: `meta.k8s.io`).
+    pub fn invalid_options(kind: &'static str, error: crate::field::Error) -> Self {
+        Error::Invalid {
+            group: "meta.k8s.io",
+            kind,
+            name: String::new(),
+            errors: vec![error],
+        }
+    }
+
+    /// A 409 that names the object by its resource (`pods`), as storage conflicts do.
+    pub fn conflict(
+        resource: &Resource,
+        name: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Error::Conflict {
+            group: resource.group,
+            on: resource.plural,
+            name: name.into(),
+            detail: detail.into(),
+        }
+    }
+
     /// Shorthand for a [`Error::BadRequest`].
     pub fn bad_request(message: impl Into<String>) -> Self {
         Error::BadRequest {
@@ -203,7 +259,7 @@ impl Error {
             Error::AlreadyExists { .. }
             | Error::Conflict { .. }
             | Error::SubresourceConflict { .. } => 409,
-            Error::Invalid { .. } | Error::InvalidOptions { .. } => 422,
+            Error::Invalid { .. } | Error::PatchRejected => 422,
             Error::Kubelet { code, .. } => *code,
             Error::Unreachable { .. } | Error::Unknown { .. } => 500,
             Error::Expired { .. } => 410,
@@ -224,7 +280,7 @@ impl Error {
             Error::NotFound { .. } | Error::NoResource => "NotFound",
             Error::AlreadyExists { .. } => "AlreadyExists",
             Error::Conflict { .. } | Error::SubresourceConflict { .. } => "Conflict",
-            Error::Invalid { .. } | Error::InvalidOptions { .. } => "Invalid",
+            Error::Invalid { .. } | Error::PatchRejected => "Invalid",
             Error::Kubelet { code, .. } => match code {
                 401 => "Unauthorized",
                 403 => "Forbidden",
@@ -250,15 +306,33 @@ impl Error {
     }
 
     fn details(&self) -> Option<StatusDetails> {
-        let (resource, name) = match self {
-            Error::NotFound { resource, name }
-            | Error::AlreadyExists { resource, name }
-            | Error::Conflict { resource, name, .. }
-            | Error::Invalid { resource, name, .. } => (*resource, name),
-            Error::InvalidOptions { kind, name, .. } => {
+        let (group, kind, name) = match self {
+            Error::NotFound { resource, name } | Error::AlreadyExists { resource, name } => {
+                (resource.group, resource.plural, name)
+            }
+            Error::Conflict {
+                group, on, name, ..
+            } => (*group, *on, name),
+            Error::Invalid {
+                group,
+                kind,
+                name,
+                errors,
+            } => {
                 return Some(StatusDetails {
-                    name: Some(name.clone()),
-                    kind: Some((*kind).to_owned()),
+                    name: Some(name.clone()).filter(|n| !n.is_empty()),
+                    group: Some(group.to_string()).filter(|g| !g.is_empty()),
+                    kind: Some(kind.to_string()),
+                    causes: Some(
+                        errors
+                            .iter()
+                            .map(|e| StatusCause {
+                                field: Some(e.field.clone()),
+                                message: Some(e.body()),
+                                reason: Some(e.kind.reason().to_owned()),
+                            })
+                            .collect(),
+                    ),
                     ..StatusDetails::default()
                 });
             }
@@ -267,19 +341,17 @@ impl Error {
             }
             | Error::SubresourceConflict {
                 subresource, name, ..
-            } => {
-                return Some(StatusDetails {
-                    name: Some(name.clone()),
-                    kind: Some((*subresource).to_owned()),
-                    ..StatusDetails::default()
-                });
+            } => ("", *subresource, name),
+            // Upstream's `NewNotFound` without a name (an unknown resource or verb).
+            Error::NoResource | Error::MethodNotAllowed | Error::PatchRejected => {
+                return Some(StatusDetails::default());
             }
             _ => return None,
         };
         Some(StatusDetails {
             name: Some(name.clone()),
-            group: Some(resource.group.to_string()).filter(|g| !g.is_empty()),
-            kind: Some(resource.plural.to_string()),
+            group: Some(group.to_string()).filter(|g| !g.is_empty()),
+            kind: Some(kind.to_string()),
             ..StatusDetails::default()
         })
     }

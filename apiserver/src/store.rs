@@ -28,6 +28,8 @@ pub struct Object {
     pub json: Bytes,
     /// The object's `metadata.resourceVersion`.
     pub rv: u64,
+    /// `value` without `kind` and `apiVersion`, as a list's item (made on first use).
+    item: std::sync::OnceLock<Bytes>,
 }
 
 impl Object {
@@ -39,7 +41,23 @@ impl Object {
             value,
             json: Bytes::from(json),
             rv,
+            item: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// The object as an item of a list: upstream's list items carry no `kind` and
+    /// `apiVersion` (they lose their type meta when the list is converted).
+    pub fn item_json(&self) -> Bytes {
+        self.item
+            .get_or_init(|| {
+                let mut value = self.value.clone();
+                if let Some(map) = value.as_object_mut() {
+                    map.remove("kind");
+                    map.remove("apiVersion");
+                }
+                Bytes::from(serde_json::to_vec(&value).unwrap_or_default())
+            })
+            .clone()
     }
 
     /// `metadata.namespace`.

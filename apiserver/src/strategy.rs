@@ -10,6 +10,8 @@ use crate::meta;
 use crate::quantity::{self, Quantity};
 use crate::resources::{self, Resource};
 use crate::status::{Error, Result};
+use crate::validate;
+use crate::wire;
 
 /// Which part of an object a write may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,23 +70,18 @@ fn ensure_namespace(resource: &Resource, obj: &mut Value, namespace: &str) -> Re
 
 /// Turns a create request body into the object to store: server-set metadata, defaults,
 /// validation. `namespace` is the URL's ("" for cluster-scoped).
-pub fn prepare_for_create(resource: &Resource, mut obj: Value, namespace: &str) -> Result<Value> {
+pub fn prepare_for_create(requested: &Resource, mut obj: Value, namespace: &str) -> Result<Value> {
+    // Objects of a converted resource (events.k8s.io/v1 events) arrive in their storage
+    // shape; only validation needs to know which API they came through.
+    let resource = requested.storage();
     ensure_type(resource, &mut obj)?;
     ensure_namespace(resource, &mut obj, namespace)?;
     let mut name = meta::str_field(&obj, "name").to_string();
-    if name.is_empty() {
-        let generate = meta::str_field(&obj, "generateName");
-        if generate.is_empty() {
-            return Err(Error::Invalid {
-                resource: resource_static(resource),
-                name: String::new(),
-                detail: "metadata.name: Required value: name or generateName is required".into(),
-            });
-        }
+    let generate = meta::str_field(&obj, "generateName").to_string();
+    if name.is_empty() && !generate.is_empty() {
         name = format!("{generate}{}", meta::name_suffix());
         meta::set(&mut obj, "name", name.clone());
     }
-    validate_name(resource, &name)?;
     let m = meta::metadata_mut(&mut obj);
     for field in [
         "resourceVersion",
@@ -103,6 +100,8 @@ pub fn prepare_for_create(resource: &Resource, mut obj: Value, namespace: &str) 
     defaults::apply(resource, &mut obj);
     if std::ptr::eq(resource, &resources::PODS) {
         pod_create(&mut obj)?;
+    } else if std::ptr::eq(resource, &resources::NODES) {
+        defaults::admit_node(&mut obj);
     } else if std::ptr::eq(resource, &resources::NAMESPACES) {
         meta::metadata_mut(&mut obj)
             .entry("labels")
@@ -112,37 +111,9 @@ pub fn prepare_for_create(resource: &Resource, mut obj: Value, namespace: &str) 
         obj["spec"] = json!({"finalizers": ["kubernetes"]});
         obj["status"] = json!({"phase": "Active"});
     }
+    validate::create(requested, &obj)?;
+    wire::encode(resource, &mut obj);
     Ok(obj)
-}
-
-/// The static table entry for `resource` (resources are only ever the statics).
-fn resource_static(resource: &Resource) -> &'static Resource {
-    resources::ALL[resource.id]
-}
-
-fn validate_name(resource: &Resource, name: &str) -> Result<()> {
-    let ok = if std::ptr::eq(resource, &resources::NAMESPACES) {
-        meta::is_dns_label(name)
-    } else if resource.group.is_empty() && resource.plural == "events"
-        || resource.group == "events.k8s.io"
-    {
-        !name.is_empty() && !name.contains('/')
-    } else {
-        meta::is_dns_subdomain(name)
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Invalid {
-            resource: resource_static(resource),
-            name: name.to_string(),
-            detail: format!(
-                "metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must \
-                 consist of lower case alphanumeric characters, '-' or '.', and must start and \
-                 end with an alphanumeric character"
-            ),
-        })
-    }
 }
 
 /// `ComputePodQOS`: only cpu and memory count, zero quantities are ignored, and a pod is
@@ -203,87 +174,13 @@ fn qos_class(spec: &Map<String, Value>) -> Result<&'static str> {
     })
 }
 
-/// A new pod: it has containers, the admission plugins' fields and its create-time status.
+/// A new pod: the admission plugins' fields and its create-time status.
 fn pod_create(pod: &mut Value) -> Result<()> {
-    let name = meta::str_field(pod, "name").to_string();
-    let spec = pod
-        .get("spec")
-        .and_then(Value::as_object)
-        .ok_or_else(|| Error::Invalid {
-            resource: &resources::PODS,
-            name: name.clone(),
-            detail: "spec.containers: Required value".into(),
-        })?;
-    if spec
-        .get("containers")
-        .and_then(Value::as_array)
-        .is_none_or(Vec::is_empty)
-    {
-        return Err(Error::Invalid {
-            resource: &resources::PODS,
-            name,
-            detail: "spec.containers: Required value".into(),
-        });
-    }
-    let qos = qos_class(spec)?;
+    let empty = Map::new();
+    let qos = qos_class(pod.get("spec").and_then(Value::as_object).unwrap_or(&empty))?;
     defaults::admit_pod(pod);
     pod["status"] = json!({"phase": "Pending", "qosClass": qos});
     Ok(())
-}
-
-/// Pod spec fields upstream lets an update change (`ValidatePodUpdate`); everything else is
-/// immutable once the pod exists.
-fn pod_spec_mutable_view(spec: &Value) -> Value {
-    let mut spec = spec.clone();
-    if let Some(map) = spec.as_object_mut() {
-        for k in [
-            "activeDeadlineSeconds",
-            "tolerations",
-            "terminationGracePeriodSeconds",
-        ] {
-            map.remove(k);
-        }
-        for list in ["containers", "initContainers"] {
-            if let Some(cs) = map.get_mut(list).and_then(Value::as_array_mut) {
-                for c in cs.iter_mut().filter_map(Value::as_object_mut) {
-                    c.remove("image");
-                }
-            }
-        }
-    }
-    spec
-}
-
-/// `ValidatePodUpdate`'s rule for `spec.activeDeadlineSeconds`: it may be set or
-/// lowered on an existing pod, not raised or removed; `Some` is the field error.
-fn active_deadline_update(old: Option<Value>, new: Option<Value>) -> Option<String> {
-    const FIELD: &str = "spec.activeDeadlineSeconds";
-    let old = old.filter(|v| !v.is_null());
-    match (
-        old.as_ref().and_then(Value::as_i64),
-        new.filter(|v| !v.is_null()),
-    ) {
-        (_, Some(new)) => {
-            let Some(n) = new
-                .as_i64()
-                .filter(|n| (0..=i64::from(i32::MAX)).contains(n))
-            else {
-                return Some(format!(
-                    "{FIELD}: Invalid value: {new}: must be between 0 and 2147483647, inclusive"
-                ));
-            };
-            match old.as_ref().and_then(Value::as_i64) {
-                Some(o) if o < n => Some(format!(
-                    "{FIELD}: Invalid value: {n}: must be less than or equal to previous value"
-                )),
-                _ => None,
-            }
-        }
-        (Some(_), None) => Some(format!(
-            "{FIELD}: Invalid value: \"null\": must not update from a positive integer to nil value"
-        )),
-        (None, None) => None,
-    }
 }
 
 /// Merges an update into the stored object the way upstream's strategies do: a main write
@@ -298,17 +195,27 @@ pub fn prepare_for_update(
 ) -> Result<Value> {
     ensure_type(resource, &mut new)?;
     defaults::apply(resource, &mut new);
-    let name = meta::str_field(old, "name").to_string();
     let mut out = match part {
+        // The status strategies of upstream's core kinds keep the spec as stored and
+        // take everything else from the request, metadata included: labels, annotations
+        // and finalizers written through `/status` are stored (a blind status overwrite
+        // from a stale copy takes them back). A pod's owner references stay as stored.
         Part::Status => {
-            let mut out = old.clone();
-            match new.get("status") {
-                Some(status) => out["status"] = status.clone(),
+            let mut out = new;
+            match old.get("spec") {
+                Some(spec) => out["spec"] = spec.clone(),
                 None => {
                     if let Some(m) = out.as_object_mut() {
-                        m.remove("status");
+                        m.remove("spec");
                     }
                 }
+            }
+            if std::ptr::eq(resource, &resources::PODS) {
+                let m = meta::metadata_mut(&mut out);
+                match old.pointer("/metadata/ownerReferences") {
+                    Some(refs) => m.insert("ownerReferences".into(), refs.clone()),
+                    None => m.remove("ownerReferences"),
+                };
             }
             out
         }
@@ -331,16 +238,22 @@ pub fn prepare_for_update(
     };
     let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
     let m = meta::metadata_mut(&mut out);
-    for field in [
-        "uid",
-        "creationTimestamp",
-        "name",
-        "namespace",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "generateName",
-        "generation",
+    // `rest.BeforeUpdate`: the stored uid when none is given (another one fails
+    // validation), the stored grace period when none is given; the rest never changes.
+    for (field, only_if_unset) in [
+        ("uid", true),
+        ("deletionGracePeriodSeconds", true),
+        ("creationTimestamp", false),
+        ("name", false),
+        ("namespace", false),
+        ("deletionTimestamp", false),
+        ("generateName", false),
+        ("generation", false),
     ] {
+        let unset = m.get(field).is_none_or(|v| v.is_null() || v == "");
+        if only_if_unset && !unset {
+            continue;
+        }
         match old_meta.get(field) {
             Some(v) => m.insert(field.to_string(), v.clone()),
             None => m.remove(field),
@@ -349,28 +262,10 @@ pub fn prepare_for_update(
     m.remove("managedFields");
     m.remove("selfLink");
     if std::ptr::eq(resource, &resources::PODS) && part == Part::Main {
-        let deadline = |pod: &Value| pod.pointer("/spec/activeDeadlineSeconds").cloned();
-        if let Some(detail) = active_deadline_update(deadline(old), deadline(&out)) {
-            return Err(Error::Invalid {
-                resource: &resources::PODS,
-                name,
-                detail,
-            });
-        }
-        let before = pod_spec_mutable_view(old.get("spec").unwrap_or(&Value::Null));
-        let after = pod_spec_mutable_view(out.get("spec").unwrap_or(&Value::Null));
-        if before != after {
-            return Err(Error::Invalid {
-                resource: &resources::PODS,
-                name,
-                detail: "spec: Forbidden: pod updates may not change fields other than \
-                         `spec.containers[*].image`, `spec.initContainers[*].image`, \
-                         `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to \
-                         existing tolerations), `spec.terminationGracePeriodSeconds`"
-                    .into(),
-            });
-        }
+        defaults::admit_pod_update(&mut out);
     }
+    validate::update(resource, old, &out, part)?;
+    wire::encode(resource, &mut out);
     Ok(out)
 }
 
@@ -381,45 +276,6 @@ mod tests {
 
     fn pod() -> Value {
         json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
-    }
-
-    #[test]
-    fn active_deadline_may_be_set_or_lowered_only() {
-        let created = prepare_for_create(&PODS, pod(), "ns").unwrap();
-        let with = |d: Value| {
-            let mut p = created.clone();
-            match d {
-                Value::Null => {
-                    p["spec"]
-                        .as_object_mut()
-                        .unwrap()
-                        .remove("activeDeadlineSeconds");
-                }
-                d => p["spec"]["activeDeadlineSeconds"] = d,
-            }
-            p
-        };
-        let update = |old: &Value, new: Value| prepare_for_update(&PODS, old, new, Part::Main);
-        let pod = || with(Value::Null);
-        assert!(update(&pod(), with(json!(30))).is_ok(), "added");
-        assert!(update(&with(json!(30)), with(json!(5))).is_ok(), "lowered");
-        assert!(update(&with(json!(30)), with(json!(30))).is_ok(), "kept");
-        let detail = |r: Result<Value>| match r {
-            Err(Error::Invalid { detail, .. }) => detail,
-            other => panic!("expected Invalid, got {other:?}"),
-        };
-        assert_eq!(
-            detail(update(&with(json!(5)), with(json!(6)))),
-            "spec.activeDeadlineSeconds: Invalid value: 6: must be less than or equal to previous value"
-        );
-        assert_eq!(
-            detail(update(&with(json!(5)), pod())),
-            "spec.activeDeadlineSeconds: Invalid value: \"null\": must not update from a positive integer to nil value"
-        );
-        assert_eq!(
-            detail(update(&with(json!(5)), with(json!(-1)))),
-            "spec.activeDeadlineSeconds: Invalid value: -1: must be between 0 and 2147483647, inclusive"
-        );
     }
 
     #[test]
@@ -513,7 +369,8 @@ mod tests {
         assert_eq!(out["metadata"]["uid"], "u");
         let out = prepare_for_update(&NODES, &old, new, Part::Status).unwrap();
         assert_eq!(out["status"]["phase"], "B");
-        assert_eq!(out["spec"]["unschedulable"], false);
+        // The stored spec: `false` is a zero value its Go field leaves out.
+        assert_eq!(out["spec"].get("unschedulable"), None);
         assert_eq!(out["metadata"]["generation"], 1);
     }
 

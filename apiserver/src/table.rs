@@ -49,6 +49,22 @@ impl View {
         }
     }
 
+    /// One object rendered as a list's item: for JSON without its type meta.
+    pub fn item(self, resource: &Resource, obj: &Object) -> Bytes {
+        if resource.converted() && self == View::Json {
+            let mut v1 = crate::events::to_v1(&obj.value);
+            if let Some(map) = v1.as_object_mut() {
+                map.remove("kind");
+                map.remove("apiVersion");
+            }
+            return Bytes::from(serde_json::to_vec(&v1).unwrap_or_default());
+        }
+        match self {
+            View::Json => obj.item_json(),
+            _ => self.object(resource, obj),
+        }
+    }
+
     /// One object rendered (a watch event's object, or a get response).
     pub fn object(self, resource: &Resource, obj: &Object) -> Bytes {
         if resource.converted() && self == View::Json {

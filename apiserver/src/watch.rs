@@ -97,6 +97,18 @@ impl State {
     }
 
     fn encode(&self, kind: EventType, event: &Event) -> Bytes {
+        if let (EventType::Deleted, EventType::Modified, Some(prev)) =
+            (kind, event.kind, &event.prev)
+        {
+            // An object that stops matching leaves as DELETED with its last matching
+            // content at the event's version, as upstream's watch cache sends it.
+            let mut value = prev.value.clone();
+            crate::meta::set(&mut value, "resourceVersion", event.rv.to_string());
+            if let Ok(object) = Object::new(value, event.rv) {
+                let object = self.params.view.object(self.params.resource, &object);
+                return line(kind.as_str(), &object);
+            }
+        }
         if self.params.view == View::Json && kind == event.kind && !self.params.resource.converted()
         {
             return event
@@ -254,6 +266,12 @@ mod tests {
         let b: Value = serde_json::from_slice(&s.next().await.unwrap()).unwrap();
         assert_eq!(a["type"], "ADDED");
         assert_eq!(b["type"], "DELETED");
+        // The last state the watcher could see, at the version of the change.
+        assert_eq!(b["object"]["metadata"]["labels"]["app"], "web");
+        assert_ne!(
+            b["object"]["metadata"]["resourceVersion"],
+            a["object"]["metadata"]["resourceVersion"]
+        );
     }
 
     #[tokio::test]

@@ -105,6 +105,7 @@ impl Generator {
             content,
             body,
             body_from: None,
+            raw: None,
             accept: None,
             capture: Default::default(),
         });
@@ -203,6 +204,7 @@ impl Generator {
             content: None,
             body: None,
             body_from: None,
+            raw: None,
             accept: None,
             capture: [(var.clone(), String::new())].into(),
         });
@@ -266,6 +268,7 @@ impl Generator {
                 var: from,
                 merge: Some(merge),
             }),
+            raw: None,
             accept: None,
             capture: Default::default(),
         });

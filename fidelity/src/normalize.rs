@@ -11,6 +11,9 @@
 //!   written), so their format is still compared.
 //! - The run's namespace becomes `{ns}`, a `generateName` suffix `<suffix>`, a token
 //!   `<jwt>`, the name suffix of the ServiceAccount token volume `<suffix>`.
+//! - A list's `continue` token becomes `<continue>` (opaque to clients); a version quoted
+//!   in a message (`precondition (812)`) its symbol, or `<rv>` when the run never saw it.
+//! - The go-cmp diff upstream appends to a refused pod update becomes `<diff>`.
 //! - `managedFields` are removed: the double does not track field ownership (a known
 //!   divergence, `apiserver/README.md`).
 
@@ -27,6 +30,14 @@ static TIME: LazyLock<Regex> = LazyLock::new(|| {
 });
 static UUID: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").unwrap()
+});
+/// Where a message quotes a resourceVersion.
+static VERSION_IN_TEXT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(\(|resource version: |ResourceVersion: )(\d+)").unwrap());
+/// Upstream follows this refusal with a go-cmp diff of its internal pod spec, whose layout
+/// go-cmp keeps unstable on purpose: only the sentence is compared.
+static POD_UPDATE_DIFF: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?s)(pod updates may not change fields other than [^\n]*)\n.*").unwrap()
 });
 static TOKEN_VOLUME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"kube-api-access-[a-z0-9]{5}").unwrap());
@@ -71,6 +82,18 @@ impl Symbols {
                 .replace_all(&out, |c: &regex::Captures<'_>| self.uid(&c[0]))
                 .into_owned();
         }
+        if VERSION_IN_TEXT.is_match(&out) {
+            out = VERSION_IN_TEXT
+                .replace_all(&out, |c: &regex::Captures<'_>| {
+                    let version = match self.rvs.get(&c[2]) {
+                        Some(n) => format!("rv#{n}"),
+                        None => "<rv>".into(),
+                    };
+                    format!("{}{version}", &c[1])
+                })
+                .into_owned();
+        }
+        out = POD_UPDATE_DIFF.replace(&out, "$1\n<diff>").into_owned();
         TOKEN_VOLUME
             .replace_all(&out, "kube-api-access-<suffix>")
             .into_owned()
@@ -124,6 +147,10 @@ impl Symbols {
                     Value::String(list_version(rv, object))
                 }
                 ("resourceVersion", Value::String(rv)) => Value::String(self.rv(rv)),
+                // Opaque to clients: only whether there is one counts.
+                ("continue", Value::String(token)) if !token.is_empty() => {
+                    Value::String("<continue>".into())
+                }
                 ("name", Value::String(name)) => {
                     let prefix = meta
                         .get("generateName")

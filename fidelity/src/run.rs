@@ -167,6 +167,10 @@ pub struct Transcript {
 struct OpenWatch {
     events: mpsc::UnboundedReceiver<Value>,
     reader: tokio::task::JoinHandle<()>,
+    /// Started from the current state (`resourceVersion` unset or "0") and not read yet:
+    /// its first events are that state, in an order upstream leaves open (its watch cache
+    /// iterates a map).
+    initial_state: bool,
 }
 
 impl Drop for OpenWatch {
@@ -207,6 +211,7 @@ pub async fn run(
                 content,
                 body,
                 body_from,
+                raw,
                 accept,
                 capture,
             } => {
@@ -227,13 +232,14 @@ pub async fn run(
                 let content = content.unwrap_or(Content::Json);
                 let uri = uri(path, query, &vars, false);
                 let mut headers = vec![("Accept", accept.as_deref().unwrap_or("application/json"))];
-                let bytes = match &body {
-                    Some(b) => {
-                        headers.push(("Content-Type", content.mime()));
-                        serde_json::to_vec(b).unwrap_or_default()
-                    }
-                    None => Vec::new(),
+                let bytes = match (&body, raw) {
+                    (Some(b), _) => serde_json::to_vec(b).unwrap_or_default(),
+                    (None, Some(text)) => substitute_str(text, &vars).into_bytes(),
+                    (None, None) => Vec::new(),
                 };
+                if body.is_some() || raw.is_some() {
+                    headers.push(("Content-Type", content.mime()));
+                }
                 let response = target
                     .send(method.http(), &uri, &headers, bytes)
                     .await
@@ -291,7 +297,17 @@ pub async fn run(
                 } else {
                     let (tx, rx) = mpsc::unbounded_channel();
                     let reader = tokio::spawn(read_events(response.into_body(), tx));
-                    watches.insert(id.clone(), OpenWatch { events: rx, reader });
+                    let initial_state = query
+                        .get("resourceVersion")
+                        .is_none_or(|rv| rv.is_empty() || rv == "0");
+                    watches.insert(
+                        id.clone(),
+                        OpenWatch {
+                            events: rx,
+                            reader,
+                            initial_state,
+                        },
+                    );
                     Record::Watch { status, body: None }
                 }
             }
@@ -308,7 +324,10 @@ pub async fn run(
                     Some(Record::Events { events, .. }) => events.len(),
                     _ => 0,
                 };
-                let (events, ended) = drain(&mut open.events, want, *until_end).await;
+                let (mut events, ended) = drain(&mut open.events, want, *until_end).await;
+                if std::mem::take(&mut open.initial_state) {
+                    sort_initial_state(&mut events);
+                }
                 Record::Events { events, ended }
             }
             Step::Close { watch } => {
@@ -368,6 +387,16 @@ async fn prepare_namespace(target: &Target, namespace: &str) {
             )
             .await;
     }
+    // The same content on every server, whoever made it (the double's carries its CA).
+    let ca = json!({"metadata": {"name": "kube-root-ca.crt"}, "data": {"ca.crt": ""}});
+    let _ = target
+        .send(
+            http::Method::PUT,
+            &format!("/api/v1/namespaces/{namespace}/configmaps/kube-root-ca.crt"),
+            &json,
+            serde_json::to_vec(&ca).unwrap_or_default(),
+        )
+        .await;
 }
 
 fn uri(
@@ -424,6 +453,19 @@ async fn read_events(body: kube::client::Body, tx: mpsc::UnboundedSender<Value>)
             }
         }
     }
+}
+
+/// Puts the leading `ADDED` events in `resourceVersion` order: a watch from the current
+/// state sends it first, in no particular order; events after it have newer versions.
+fn sort_initial_state(events: &mut [Value]) {
+    let leading = events.iter().take_while(|e| e["type"] == "ADDED").count();
+    let version = |e: &Value| {
+        e.pointer("/object/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    events[..leading].sort_by_key(version);
 }
 
 /// Bookmarks are the server's to send when it likes; only the one that ends a

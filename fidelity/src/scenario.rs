@@ -55,6 +55,9 @@ pub enum Step {
         /// The body is a captured object with a JSON merge patch applied.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         body_from: Option<BodyFrom>,
+        /// The body as text, sent as it is (malformed input, YAML).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        raw: Option<String>,
         /// The `Accept` header; `application/json` when unset.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         accept: Option<String>,

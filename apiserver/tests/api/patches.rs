@@ -196,13 +196,14 @@ async fn kubelet_pod_status_patch_checks_uid() {
         .await
         .unwrap();
     assert_eq!(out.finalizers(), ["a/b", "c/d"]);
-    // A status patch for another incarnation of the pod is refused.
+    // A status patch for another incarnation of the pod is refused: a patch may not change
+    // the uid (422, as kube-apiserver answers the kubelet; a PUT's uid is a 409 precondition).
     let stale = json!({"metadata": {"uid": "00000000-0000-4000-8000-000000000000"}, "status": {"phase": "Failed"}});
     assert_api_error(
         pods.patch_status("p", &PatchParams::default(), &Patch::Strategic(stale))
             .await,
-        409,
-        "Conflict",
+        422,
+        "Invalid",
     );
     // Unknown patch content type.
     let r = raw(

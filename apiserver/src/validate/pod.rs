@@ -1,0 +1,421 @@
+//! `ValidatePodCreate` and `ValidatePodUpdate`, for what clients commonly get wrong:
+//! containers (names, images, policies, ports, mounts), the pod's policies and volumes,
+//! and which spec fields an update may change.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use crate::field::{Error as FieldError, Value as Bad};
+
+use super::object_meta::dns_label_errors;
+
+const RESTART_POLICIES: [&str; 3] = ["Always", "OnFailure", "Never"];
+const DNS_POLICIES: [&str; 4] = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"];
+const PULL_POLICIES: [&str; 3] = ["Always", "IfNotPresent", "Never"];
+const MESSAGE_POLICIES: [&str; 2] = ["File", "FallbackToLogsOnError"];
+
+/// The spec fields an update may change, as 1.28's message lists them.
+pub(super) const UPDATABLE: &str = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
+
+fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn list<'a>(spec: &'a Map<String, Value>, key: &str) -> &'a [Value] {
+    spec.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+fn one_of(errors: &mut Vec<FieldError>, path: &str, value: &str, allowed: &[&str]) {
+    match value {
+        "" => errors.push(FieldError::required(path, "")),
+        v if allowed.contains(&v) => {}
+        v => errors.push(FieldError::not_supported(path, Bad::str(v), allowed)),
+    }
+}
+
+/// The checks of a new pod.
+pub(super) fn create(pod: &Value) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    let empty = Map::new();
+    let spec = pod.get("spec").and_then(Value::as_object).unwrap_or(&empty);
+    let volumes = volumes(spec, &mut out);
+    let mut names = BTreeSet::new();
+    for (key, path) in [
+        ("containers", "spec.containers"),
+        ("initContainers", "spec.initContainers"),
+    ] {
+        let containers = list(spec, key);
+        if key == "containers" && containers.is_empty() {
+            out.push(FieldError::required(path, ""));
+        }
+        for (i, c) in containers.iter().enumerate() {
+            let path = format!("{path}[{i}]");
+            container(c, &path, &volumes, &mut out);
+            let name = str_of(c, "name");
+            if !name.is_empty() && !names.insert(name.to_owned()) {
+                out.push(FieldError::duplicate(
+                    format!("{path}.name"),
+                    Bad::str(name),
+                ));
+            }
+        }
+    }
+    let field = |key: &str| spec.get(key).and_then(Value::as_str).unwrap_or("");
+    one_of(
+        &mut out,
+        "spec.restartPolicy",
+        field("restartPolicy"),
+        &RESTART_POLICIES,
+    );
+    one_of(
+        &mut out,
+        "spec.dnsPolicy",
+        field("dnsPolicy"),
+        &DNS_POLICIES,
+    );
+    if let Some(d) = spec.get("activeDeadlineSeconds").and_then(Value::as_i64)
+        && !(1..=i64::from(i32::MAX)).contains(&d)
+    {
+        out.push(FieldError::invalid(
+            "spec.activeDeadlineSeconds",
+            Bad::plain(d),
+            "must be between 1 and 2147483647, inclusive",
+        ));
+    }
+    out
+}
+
+/// The volumes' names (valid, unique), returned for the mounts to refer to.
+fn volumes(spec: &Map<String, Value>, out: &mut Vec<FieldError>) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for (i, v) in list(spec, "volumes").iter().enumerate() {
+        let path = format!("spec.volumes[{i}].name");
+        let name = str_of(v, "name");
+        if name.is_empty() {
+            out.push(FieldError::required(path, ""));
+            continue;
+        }
+        for message in dns_label_errors(name) {
+            out.push(FieldError::invalid(path.clone(), Bad::str(name), message));
+        }
+        if !names.insert(name.to_owned()) {
+            out.push(FieldError::duplicate(path, Bad::str(name)));
+        }
+    }
+    names
+}
+
+fn container(c: &Value, path: &str, volumes: &BTreeSet<String>, out: &mut Vec<FieldError>) {
+    let name = str_of(c, "name");
+    if name.is_empty() {
+        out.push(FieldError::required(format!("{path}.name"), ""));
+    } else {
+        for message in dns_label_errors(name) {
+            out.push(FieldError::invalid(
+                format!("{path}.name"),
+                Bad::str(name),
+                message,
+            ));
+        }
+    }
+    if str_of(c, "image").is_empty() {
+        out.push(FieldError::required(format!("{path}.image"), ""));
+    }
+    one_of(
+        out,
+        &format!("{path}.terminationMessagePolicy"),
+        str_of(c, "terminationMessagePolicy"),
+        &MESSAGE_POLICIES,
+    );
+    let pull = str_of(c, "imagePullPolicy");
+    if !pull.is_empty() && !PULL_POLICIES.contains(&pull) {
+        out.push(FieldError::not_supported(
+            format!("{path}.imagePullPolicy"),
+            Bad::str(pull),
+            &PULL_POLICIES,
+        ));
+    }
+    for (i, port) in c
+        .get("ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let n = port
+            .get("containerPort")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if !(1..=65535).contains(&n) {
+            out.push(FieldError::invalid(
+                format!("{path}.ports[{i}].containerPort"),
+                Bad::plain(n),
+                "must be between 1 and 65535, inclusive",
+            ));
+        }
+    }
+    for (i, mount) in c
+        .get("volumeMounts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let name = str_of(mount, "name");
+        let at = format!("{path}.volumeMounts[{i}]");
+        if name.is_empty() {
+            out.push(FieldError::required(format!("{at}.name"), ""));
+        } else if !volumes.contains(name) {
+            out.push(FieldError {
+                kind: crate::field::Kind::NotFound,
+                field: format!("{at}.name"),
+                value: Some(Bad::str(name)),
+                detail: String::new(),
+            });
+        }
+        if str_of(mount, "mountPath").is_empty() {
+            out.push(FieldError::required(format!("{at}.mountPath"), ""));
+        }
+    }
+}
+
+/// The checks of an update: containers neither added nor removed, the active deadline
+/// only set or lowered, every other spec field as it was but images and added tolerations.
+pub(super) fn update(old: &Value, new: &Value) -> Vec<FieldError> {
+    let (empty_old, empty_new) = (Value::Null, Value::Null);
+    let old_spec = old.get("spec").unwrap_or(&empty_old);
+    let new_spec = new.get("spec").unwrap_or(&empty_new);
+    let count =
+        |spec: &Value, key: &str| spec.get(key).and_then(Value::as_array).map_or(0, Vec::len);
+    for (key, path) in [
+        ("containers", "spec.containers"),
+        ("initContainers", "spec.initContainers"),
+    ] {
+        if count(old_spec, key) != count(new_spec, key) {
+            return vec![FieldError::forbidden(
+                path,
+                "pod updates may not add or remove containers",
+            )];
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(e) = active_deadline(
+        old_spec.get("activeDeadlineSeconds"),
+        new_spec.get("activeDeadlineSeconds"),
+    ) {
+        out.push(e);
+    }
+    let (before, after) = (mutable_view(old_spec), mutable_view(new_spec));
+    let tolerations_removed = {
+        let t = |s: &Value| {
+            s.get("tolerations")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let new = t(new_spec);
+        t(old_spec).iter().any(|o| !new.contains(o))
+    };
+    if before != after || tolerations_removed {
+        out.push(FieldError::forbidden(
+            "spec",
+            format!("{UPDATABLE}\n{}", difference(&before, &after, "spec")),
+        ));
+    }
+    out
+}
+
+/// The spec with the fields an update may change taken out.
+fn mutable_view(spec: &Value) -> Value {
+    let mut spec = spec.clone();
+    if let Some(map) = spec.as_object_mut() {
+        for k in [
+            "activeDeadlineSeconds",
+            "tolerations",
+            "terminationGracePeriodSeconds",
+        ] {
+            map.remove(k);
+        }
+        for key in ["containers", "initContainers"] {
+            for c in map
+                .get_mut(key)
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(c) = c.as_object_mut() {
+                    c.remove("image");
+                }
+            }
+        }
+    }
+    spec
+}
+
+/// The fields that differ, one line each (upstream prints a Go diff of its internal type
+/// here; its layout is not part of the API).
+fn difference(before: &Value, after: &Value, path: &str) -> String {
+    match (before, after) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            keys.into_iter()
+                .filter(|k| a.get(*k) != b.get(*k))
+                .map(|k| {
+                    let null = Value::Null;
+                    difference(
+                        a.get(k).unwrap_or(&null),
+                        b.get(k).unwrap_or(&null),
+                        &format!("{path}.{k}"),
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("")
+        }
+        (a, b) => format!("  {path}: {a} -> {b}\n"),
+    }
+}
+
+/// `ValidatePodUpdate`'s rule for `spec.activeDeadlineSeconds`: it may be set or lowered
+/// on an existing pod, not raised or removed.
+fn active_deadline(old: Option<&Value>, new: Option<&Value>) -> Option<FieldError> {
+    const FIELD: &str = "spec.activeDeadlineSeconds";
+    let old = old.filter(|v| !v.is_null());
+    match new.filter(|v| !v.is_null()) {
+        Some(new) => {
+            let Some(n) = new
+                .as_i64()
+                .filter(|n| (0..=i64::from(i32::MAX)).contains(n))
+            else {
+                return Some(FieldError::invalid(
+                    FIELD,
+                    Bad::raw(new.to_string()),
+                    "must be between 0 and 2147483647, inclusive",
+                ));
+            };
+            match old.and_then(Value::as_i64) {
+                Some(o) if o < n => Some(FieldError::invalid(
+                    FIELD,
+                    Bad::plain(n),
+                    "must be less than or equal to previous value",
+                )),
+                _ => None,
+            }
+        }
+        None if old.is_some() => Some(FieldError::invalid(
+            FIELD,
+            Bad::str("null"),
+            "must not update from a positive integer to nil value",
+        )),
+        None => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(spec: Value) -> Value {
+        json!({"metadata": {"name": "p"}, "spec": spec})
+    }
+
+    fn messages(errors: Vec<FieldError>) -> Vec<String> {
+        errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn invalid_pods_are_named_as_upstream() {
+        let defaults = |c: Value| {
+            let mut c = c;
+            c["terminationMessagePolicy"] = "File".into();
+            c
+        };
+        let ok = json!({"restartPolicy": "Always", "dnsPolicy": "ClusterFirst"});
+        let with = |containers: Vec<Value>| {
+            let mut spec = ok.clone();
+            spec["containers"] = containers.into_iter().map(defaults).collect();
+            pod(spec)
+        };
+        assert_eq!(
+            messages(create(&with(vec![]))),
+            ["spec.containers: Required value"]
+        );
+        assert_eq!(
+            messages(create(&with(vec![json!({"name": "c"})]))),
+            ["spec.containers[0].image: Required value"]
+        );
+        assert_eq!(
+            messages(create(&with(vec![
+                json!({"name": "x", "image": "i"}),
+                json!({"name": "x", "image": "i"})
+            ]))),
+            ["spec.containers[1].name: Duplicate value: \"x\""]
+        );
+        let mut bad = with(vec![json!({"name": "x", "image": "i"})]);
+        bad["spec"]["restartPolicy"] = "Sometimes".into();
+        assert_eq!(
+            messages(create(&bad)),
+            [
+                "spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\""
+            ]
+        );
+    }
+
+    #[test]
+    fn updates_change_only_what_upstream_allows() {
+        let old = pod(
+            json!({"containers": [{"name": "c", "image": "a"}], "tolerations": [{"key": "k"}]}),
+        );
+        let mut new = old.clone();
+        new["spec"]["containers"][0]["image"] = "b".into();
+        new["spec"]["tolerations"] = json!([{"key": "k"}, {"key": "l"}]);
+        assert!(update(&old, &new).is_empty());
+        new["spec"]["nodeName"] = "n".into();
+        let e = update(&old, &new);
+        assert!(
+            e[0].to_string()
+                .starts_with(&format!("spec: Forbidden: {UPDATABLE}\n")),
+            "{e:?}"
+        );
+        let mut added = old.clone();
+        added["spec"]["containers"] =
+            json!([{"name": "c", "image": "a"}, {"name": "d", "image": "a"}]);
+        assert_eq!(
+            messages(update(&old, &added)),
+            ["spec.containers: Forbidden: pod updates may not add or remove containers"]
+        );
+        let mut removed = old.clone();
+        removed["spec"]["tolerations"] = json!([]);
+        assert_eq!(update(&old, &removed).len(), 1);
+    }
+
+    #[test]
+    fn active_deadline_may_be_set_or_lowered_only() {
+        let check = |o: Option<Value>, n: Option<Value>| {
+            active_deadline(o.as_ref(), n.as_ref()).map(|e| e.to_string())
+        };
+        assert_eq!(check(None, Some(json!(30))), None);
+        assert_eq!(check(Some(json!(30)), Some(json!(5))), None);
+        assert_eq!(
+            check(Some(json!(5)), Some(json!(6))).as_deref(),
+            Some(
+                "spec.activeDeadlineSeconds: Invalid value: 6: must be less than or equal to previous value"
+            )
+        );
+        assert_eq!(
+            check(Some(json!(5)), None).as_deref(),
+            Some(
+                "spec.activeDeadlineSeconds: Invalid value: \"null\": must not update from a positive integer to nil value"
+            )
+        );
+        assert_eq!(
+            check(Some(json!(5)), Some(json!(-1))).as_deref(),
+            Some(
+                "spec.activeDeadlineSeconds: Invalid value: -1: must be between 0 and 2147483647, inclusive"
+            )
+        );
+    }
+}
