@@ -77,6 +77,8 @@ pub fn apply(resource: &Resource, obj: &mut Value) {
     } else if std::ptr::eq(resource, &resources::SECRETS) {
         default(map, "type", "Opaque".into());
         string_data(map);
+    } else if std::ptr::eq(resource, &resources::SERVICES) {
+        crate::service::defaults(map);
     }
 }
 

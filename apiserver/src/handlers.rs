@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine;
 use http::{HeaderMap, Method, Request, Response, header};
 use hyper::body::Incoming;
 use serde_json::{Value, json};
@@ -18,8 +17,8 @@ use crate::resources::{self, Resource};
 use crate::selectors::{FieldSelector, LabelSelector, Selector};
 use crate::status::{self, Error, Result};
 use crate::store::WatchStart;
-use crate::strategy::Part;
-use crate::table::{self, View};
+use crate::strategy::{self, Part};
+use crate::table::View;
 use crate::{auth, binding, discovery, meta, openapi, pod_log, subresources, validation, watch};
 
 /// Everything a request handler needs.
@@ -67,16 +66,9 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
         Route::Object(target) => target,
         other => return serve_fixed(ctx, other, &parts.method, &parts.headers),
     };
-    let validation = validation::Directive::parse(query.get("fieldValidation"))?;
-    let dry_run = match query.get("dryRun") {
-        None => false,
-        Some("All") => true,
-        Some(other) => {
-            return Err(Error::bad_request(format!(
-                "Invalid dry run value {other:?}: supported values: \"All\""
-            )));
-        }
-    };
+    let options = options_kind(&parts.method, target.name.is_some());
+    let validation = validation::Directive::parse(query.get("fieldValidation"), options)?;
+    let dry_run = dry_run(query.get("dryRun").map(|v| vec![v.to_owned()]), options)?;
     let headers = parts.headers;
     let view = View::from_accept(
         h::header_str(&headers, header::ACCEPT),
@@ -89,7 +81,7 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
             if target.watch || query.flag("watch") {
                 watch_handler(ctx, &target, &query, view, None)
             } else {
-                list(ctx, &target, &query, view)
+                crate::list::serve(ctx, &target, &query, view)
             }
         }
         (&Method::GET, true, None | Some("status")) => {
@@ -156,6 +148,35 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
     }
 }
 
+/// The `meta.k8s.io` options kind a request's query parameters belong to, which names
+/// them in a 422 (`CreateOptions.meta.k8s.io "" is invalid: dryRun: …`).
+fn options_kind(method: &Method, named: bool) -> &'static str {
+    match (method, named) {
+        (&Method::POST, _) => "CreateOptions",
+        (&Method::PUT, _) => "UpdateOptions",
+        (&Method::PATCH, _) => "PatchOptions",
+        (&Method::DELETE, _) => "DeleteOptions",
+        (_, true) => "GetOptions",
+        (_, false) => "ListOptions",
+    }
+}
+
+/// `dryRun`: absent or `[All]`; anything else is a 422 for `options`.
+fn dry_run(values: Option<Vec<String>>, options: &'static str) -> Result<bool> {
+    match values.as_deref() {
+        None | Some([]) => Ok(false),
+        Some([all]) if all == "All" => Ok(true),
+        Some(other) => Err(Error::invalid_options(
+            options,
+            crate::field::Error::not_supported(
+                "dryRun",
+                crate::field::Value::strings(other),
+                &["All"],
+            ),
+        )),
+    }
+}
+
 /// The endpoints that are not resources: health, version, discovery, OpenAPI.
 fn serve_fixed(
     ctx: &Context,
@@ -200,7 +221,7 @@ fn object_response(
     h::bytes(code, view.content_type(), view.object(resource, obj))
 }
 
-fn selector(resource: &Resource, query: &Query) -> Result<Selector> {
+pub(crate) fn selector(resource: &Resource, query: &Query) -> Result<Selector> {
     Ok(Selector {
         labels: LabelSelector::parse(query.get("labelSelector").unwrap_or(""))?,
         fields: FieldSelector::parse(query.get("fieldSelector").unwrap_or(""), resource)?,
@@ -224,91 +245,6 @@ fn get(ctx: &Context, target: &Target, view: View) -> Result<Response<Body>> {
         .registry
         .get(target.resource.storage(), target.ns(), named(target)?)?;
     Ok(object_response(200, target.resource, &obj, view))
-}
-
-fn continue_token(namespace: &str, name: &str) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{namespace}/{name}"))
-}
-
-fn parse_continue(token: &str) -> Result<(String, String)> {
-    let bad = || Error::bad_request(format!("continue key is not valid: {token:?}"));
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token)
-        .map_err(|_| bad())?;
-    let raw = String::from_utf8(raw).map_err(|_| bad())?;
-    let (ns, name) = raw.split_once('/').ok_or_else(bad)?;
-    Ok((ns.to_string(), name.to_string()))
-}
-
-fn list(ctx: &Context, target: &Target, query: &Query, view: View) -> Result<Response<Body>> {
-    let resource = target.resource;
-    let selector = selector(resource, query)?;
-    let limit = query.int("limit")?.filter(|l| *l > 0).map(|l| l as usize);
-    let after = query.get("continue").map(parse_continue).transpose()?;
-    let (objects, rv) = ctx.registry.store.txn(|t| {
-        (
-            t.list(resource.storage(), target.namespace.as_deref()),
-            t.rv(),
-        )
-    });
-    if query.get("resourceVersionMatch") == Some("Exact") {
-        let wanted = query.get("resourceVersion").unwrap_or("");
-        if wanted != rv.to_string() {
-            return Err(Error::Expired {
-                requested: wanted.parse().unwrap_or(0),
-                oldest: rv,
-            });
-        }
-    }
-    let mut matching = objects
-        .into_iter()
-        .filter(|o| selector.matches(&o.value))
-        .filter(|o| {
-            after
-                .as_ref()
-                .is_none_or(|(ns, name)| (o.namespace(), o.name()) > (ns.as_str(), name.as_str()))
-        });
-    let mut page = Vec::new();
-    let mut remaining = 0usize;
-    for o in matching.by_ref() {
-        if limit.is_some_and(|l| page.len() >= l) {
-            remaining = 1;
-            break;
-        }
-        page.push(o);
-    }
-    remaining += matching.count();
-    let mut metadata = json!({"resourceVersion": rv.to_string()});
-    if let Some(last) = page.last().filter(|_| remaining > 0) {
-        metadata["continue"] = continue_token(last.namespace(), last.name()).into();
-        metadata["remainingItemCount"] = remaining.into();
-    }
-    let (kind, api_version) = match view {
-        View::Table(include) => {
-            let t = table::table(resource, page.iter().map(|o| &o.value), include, metadata);
-            let body = serde_json::to_vec(&t).unwrap_or_default();
-            return Ok(h::bytes(200, view.content_type(), body));
-        }
-        View::Metadata => (
-            "PartialObjectMetadataList".to_string(),
-            "meta.k8s.io/v1".to_string(),
-        ),
-        View::Json => (format!("{}List", resource.kind), resource.api_version()),
-    };
-    let head = json!({"kind": kind, "apiVersion": api_version, "metadata": metadata}).to_string();
-    let items: Vec<bytes::Bytes> = page.iter().map(|o| view.item(resource, o)).collect();
-    let size: usize = items.iter().map(|o| o.len() + 1).sum();
-    let mut out = Vec::with_capacity(head.len() + size + 16);
-    out.extend_from_slice(&head.as_bytes()[..head.len() - 1]);
-    out.extend_from_slice(b",\"items\":[");
-    for (i, o) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(o);
-    }
-    out.extend_from_slice(b"]}");
-    Ok(h::bytes(200, h::JSON, out))
 }
 
 fn watch_handler(
@@ -365,7 +301,12 @@ fn create(
     (dry_run, validation): (bool, validation::Directive),
 ) -> Result<Response<Body>> {
     require_namespace(target)?;
-    let obj = BodyFormat::from_headers(headers)?.parse(body)?;
+    let format = BodyFormat::from_headers(headers)?;
+    let obj = format.parse_object(body, target.resource.kind)?;
+    strategy::check_type(target.resource, &obj)?;
+    if format == BodyFormat::Json {
+        validation::check_duplicates(target.resource, body, validation)?;
+    }
     let warnings = validation::check(target.resource, &obj, validation)?;
     let obj = to_storage(target.resource, obj);
     let created = ctx
@@ -423,13 +364,18 @@ fn update(
 ) -> Result<Response<Body>> {
     require_namespace(target)?;
     let name = named(target)?;
-    let obj = BodyFormat::from_headers(headers)?.parse(body)?;
+    let format = BodyFormat::from_headers(headers)?;
+    let obj = format.parse_object(body, target.resource.kind)?;
     if !obj.is_object() {
         return Err(Error::bad_request(
             "the body of the request must be a JSON object",
         ));
     }
     check_name(&obj, name)?;
+    strategy::check_type(target.resource, &obj)?;
+    if format == BodyFormat::Json {
+        validation::check_duplicates(target.resource, body, validation)?;
+    }
     let warnings = validation::check(target.resource, &obj, validation)?;
     let obj = to_storage(target.resource, obj);
     let create = target.resource.create_on_update;
@@ -477,8 +423,9 @@ fn patch_handler(
     let name = named(target)?;
     let kind = PatchType::from_content_type(h::header_str(headers, header::CONTENT_TYPE))?;
     if kind == PatchType::Apply && query.get("fieldManager").is_none() {
-        return Err(Error::bad_request(
-            "PATCH, application/apply-patch+yaml requires fieldManager to be set",
+        return Err(Error::invalid_options(
+            "PatchOptions",
+            crate::field::Error::required("fieldManager", "is required for apply patch"),
         ));
     }
     let patch = patch::parse(kind, body)?;
@@ -519,7 +466,14 @@ fn delete_options(query: &Query, headers: &HeaderMap, body: &[u8]) -> Result<Del
     let mut options = if body.iter().all(u8::is_ascii_whitespace) {
         DeleteOptions::default()
     } else {
-        DeleteOptions::from_json(&BodyFormat::from_headers(headers)?.parse(body)?)
+        let value = BodyFormat::from_headers(headers)?.parse(body)?;
+        let values = value.get("dryRun").and_then(Value::as_array).map(|d| {
+            d.iter()
+                .map(|v| v.as_str().unwrap_or_default().to_owned())
+                .collect()
+        });
+        dry_run(values, "DeleteOptions")?;
+        DeleteOptions::from_json(&value)
     };
     if let Some(g) = query.int("gracePeriodSeconds")? {
         options.grace_period_seconds.get_or_insert(g);
@@ -531,11 +485,9 @@ fn deleted_response(resource: &'static Resource, outcome: Deleted) -> Response<B
     match outcome {
         Deleted::Pending(obj) => h::bytes(200, h::JSON, View::Json.object(resource, &obj)),
         Deleted::Gone(obj) => {
-            // Upstream returns the deleted object for pods and namespaces
-            // (`ReturnDeletedObject`) and a Success Status for the rest.
-            if std::ptr::eq(resource, &resources::PODS)
-                || std::ptr::eq(resource, &resources::NAMESPACES)
-            {
+            // Upstream returns the deleted object for the kinds whose registry sets
+            // `ReturnDeletedObject` and a Success Status for the rest.
+            if resources::returns_deleted_object(resource) {
                 h::bytes(200, h::JSON, View::Json.object(resource, &obj))
             } else {
                 let uid = Some(meta::str_field(&obj.value, "uid").to_string());
@@ -579,18 +531,18 @@ fn delete_collection(
         .registry
         .store
         .txn(|t| t.list(resource.storage(), target.namespace.as_deref()));
+    // Upstream answers with the list as it was before the deletions.
     let mut items = Vec::new();
     for o in objects.iter().filter(|o| selector.matches(&o.value)) {
         match ctx
             .registry
             .delete(resource.storage(), o.namespace(), o.name(), &options)
         {
-            Ok(Deleted::Gone(obj) | Deleted::Pending(obj)) => {
-                let v: Value = serde_json::from_slice(&View::Json.object(resource, &obj))
-                    .unwrap_or_else(|_| obj.value.clone());
-                items.push(v);
+            Ok(_) | Err(Error::NotFound { .. }) => {
+                let item: Value = serde_json::from_slice(&View::Json.item(resource, o))
+                    .unwrap_or_else(|_| o.value.clone());
+                items.push(item);
             }
-            Err(Error::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }
     }
@@ -601,16 +553,4 @@ fn delete_collection(
         "items": items,
     });
     Ok(h::json(200, &list))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn continue_tokens_round_trip() {
-        let t = continue_token("ns", "a-b");
-        assert_eq!(parse_continue(&t).unwrap(), ("ns".into(), "a-b".into()));
-        assert_eq!(parse_continue("!!").unwrap_err().code(), 400);
-    }
 }

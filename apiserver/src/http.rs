@@ -40,6 +40,14 @@ pub fn json_of<T: serde::Serialize>(code: u16, value: &T) -> Response<Body> {
 
 /// The `metav1.Status` response for an error.
 pub fn error(err: &Error) -> Response<Body> {
+    if matches!(err, Error::PageNotFound) {
+        // What Go's mux answers for a path no API group serves.
+        return bytes(
+            404,
+            "text/plain; charset=utf-8",
+            b"404 page not found\n".to_vec(),
+        );
+    }
     let mut resp = json_of(err.code(), &err.to_status());
     if matches!(err, Error::Unauthorized) {
         resp.headers_mut().insert(
@@ -136,19 +144,44 @@ impl BodyFormat {
             crate::protobuf::MEDIA_TYPE => Ok(BodyFormat::Protobuf),
             _ => Err(Error::UnsupportedMediaType {
                 content_type: ct.to_string(),
+                accepted: OBJECT_TYPES,
             }),
         }
     }
 
-    /// Parses a body in this format.
+    /// Parses a body that is not an object of a resource (options, a binding, …).
     pub fn parse(self, body: &[u8]) -> Result<Value> {
         match self {
-            BodyFormat::Json => crate::patch::parse_json(body),
-            BodyFormat::Yaml => crate::patch::parse_yaml(body),
+            BodyFormat::Json => crate::patch::parse_json(body).map_err(Error::bad_request),
+            BodyFormat::Yaml => crate::patch::parse_yaml(body).map_err(Error::bad_request),
+            BodyFormat::Protobuf => crate::protobuf::decode(body),
+        }
+    }
+
+    /// Parses the body of a create or update of a `kind` object; one that does not decode
+    /// gets upstream's `transformDecodeError` words, quoting the start of the body.
+    pub fn parse_object(self, body: &[u8], kind: &str) -> Result<Value> {
+        let unrecognized = |detail: String| {
+            Error::bad_request(format!(
+                "the object provided is unrecognized (must be of type {kind}): couldn't get \
+                 version/kind; json parse error: {detail} ({})",
+                crate::go_json::summarize(body)
+            ))
+        };
+        match self {
+            BodyFormat::Json => crate::patch::parse_json(body).map_err(unrecognized),
+            BodyFormat::Yaml => crate::patch::parse_yaml(body).map_err(unrecognized),
             BodyFormat::Protobuf => crate::protobuf::decode(body),
         }
     }
 }
+
+/// The media types an object body may come in.
+const OBJECT_TYPES: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    crate::protobuf::MEDIA_TYPE,
+];
 
 /// Whether the client accepts JSON (`Accept` absent, `*/*`, any JSON type); a client that
 /// only takes protobuf gets 406.

@@ -9,6 +9,14 @@ use crate::resources::Resource;
 use crate::status::{Error, Result};
 use crate::strategic;
 
+/// The patch types upstream lists when a PATCH's content type is none of them.
+const PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+    "application/strategic-merge-patch+json",
+];
+
 /// The patch format, from the request's `Content-Type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchType {
@@ -32,35 +40,40 @@ impl PatchType {
             "application/apply-patch+yaml" => Ok(PatchType::Apply),
             _ => Err(Error::UnsupportedMediaType {
                 content_type: content_type.to_string(),
+                accepted: PATCH_TYPES,
             }),
         }
     }
 }
 
-/// Parses a JSON request body, 400 with the parser's message when it is malformed.
-pub fn parse_json(body: &[u8]) -> Result<Value> {
-    serde_json::from_slice(body).map_err(|e| {
-        Error::bad_request(format!(
-            "the body of the request could not be decoded as JSON: {e}"
-        ))
-    })
+/// Parses a JSON request body; when it is malformed, the error is Go's decoder's words.
+pub fn parse_json(body: &[u8]) -> std::result::Result<Value, String> {
+    serde_json::from_slice(body)
+        .map_err(|e| crate::go_json::syntax_error(body).unwrap_or_else(|| e.to_string()))
 }
 
 /// Parses a YAML (or JSON, a subset) request body into JSON.
-pub fn parse_yaml(body: &[u8]) -> Result<Value> {
-    serde_yaml::from_slice::<Value>(body).map_err(|e| {
-        Error::bad_request(format!(
-            "the body of the request could not be decoded as YAML: {e}"
-        ))
-    })
+pub fn parse_yaml(body: &[u8]) -> std::result::Result<Value, String> {
+    serde_yaml::from_slice::<Value>(body).map_err(|e| format!("error converting YAML to JSON: {e}"))
 }
 
-/// The patch body as JSON (YAML for apply).
+/// The patch body as JSON (YAML for apply), with upstream's 400 when it does not decode
+/// into what the patch type is made of (an object; a list of operations).
 pub fn parse(kind: PatchType, body: &[u8]) -> Result<Value> {
-    match kind {
-        PatchType::Apply => parse_yaml(body),
-        _ => parse_json(body),
-    }
+    let decoding = |detail: String| Error::bad_request(format!("error decoding patch: {detail}"));
+    let value = match kind {
+        PatchType::Apply => parse_yaml(body).map_err(Error::bad_request)?,
+        _ => parse_json(body).map_err(decoding)?,
+    };
+    let wanted = match kind {
+        PatchType::Json if !value.is_array() => "[]handlers.jsonPatchOp",
+        PatchType::Merge | PatchType::Strategic if !value.is_object() => "map[string]interface {}",
+        _ => return Ok(value),
+    };
+    Err(decoding(format!(
+        "json: cannot unmarshal {} into Go value of type {wanted}",
+        crate::go_json::kind_of(&value)
+    )))
 }
 
 /// Applies a parsed patch to `current`, returning the patched object.
@@ -81,9 +94,8 @@ pub fn apply(
         }
         PatchType::Strategic | PatchType::Apply => strategic::apply(resource, &mut doc, patch)?,
         PatchType::Json => {
-            let ops: json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|e| {
-                Error::bad_request(format!("the JSON patch could not be decoded: {e}"))
-            })?;
+            let ops: json_patch::Patch = serde_json::from_value(patch.clone())
+                .map_err(|e| Error::bad_request(e.to_string()))?;
             json_patch::patch(&mut doc, &ops).map_err(|e| {
                 tracing::debug!(resource = resource.plural, name, error = %e, "JSON patch not applied");
                 Error::PatchRejected
@@ -142,7 +154,14 @@ mod tests {
 
     #[test]
     fn malformed_bodies_are_bad_requests() {
-        assert_eq!(parse_json(b"{nope").unwrap_err().code(), 400);
-        assert_eq!(parse_yaml(b"a: [").unwrap_err().code(), 400);
+        assert_eq!(
+            parse(PatchType::Merge, b"{nope").unwrap_err().to_string(),
+            "error decoding patch: invalid character 'n' looking for beginning of object key string"
+        );
+        assert_eq!(
+            parse(PatchType::Json, b"{}").unwrap_err().to_string(),
+            "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp"
+        );
+        assert_eq!(parse(PatchType::Apply, b"a: [").unwrap_err().code(), 400);
     }
 }

@@ -107,6 +107,9 @@ impl Registry {
                 json!({"metadata": {"name": ns}}),
             )?;
         }
+        // Like a watch cache that starts from a list: watches from before the server
+        // started are too old (410), as on kube-apiserver.
+        registry.store.compact();
         Ok(registry)
     }
 
@@ -152,16 +155,36 @@ impl Registry {
                 })?;
             if !meta::str_field(&ns.value, "deletionTimestamp").is_empty() {
                 return Err(Error::Forbidden {
-                    message: format!(
-                        "{} \"{name}\" is forbidden: unable to create new content in namespace \
-                         {namespace} because it is being terminated",
-                        resource.qualified()
+                    resource,
+                    name,
+                    reason: format!(
+                        "unable to create new content in namespace {namespace} because it is \
+                         being terminated"
                     ),
+                    cause: Some((
+                        "NamespaceTerminating",
+                        "metadata.namespace",
+                        format!("namespace {namespace} is being terminated"),
+                    )),
                 });
             }
         }
         if t.get(resource, &namespace, &name).is_some() {
             return Err(Error::AlreadyExists { resource, name });
+        }
+        let mut obj = obj;
+        if std::ptr::eq(resource, &resources::SERVICES) {
+            let taken: Vec<String> = t
+                .list(resource, None)
+                .iter()
+                .filter_map(|s| {
+                    s.value
+                        .pointer("/spec/clusterIP")?
+                        .as_str()
+                        .map(str::to_owned)
+                })
+                .collect();
+            crate::service::allocate_cluster_ip(&mut obj, &taken);
         }
         let created = t.put(resource, obj, EventType::Added)?;
         if std::ptr::eq(resource, &resources::NAMESPACES) {
@@ -317,25 +340,26 @@ impl Registry {
                 resource,
                 name: name.to_string(),
             })?;
+        // `rest.BeforeDelete` names the object by its kind.
+        let precondition = |detail: String| Error::Conflict {
+            group: resource.group,
+            on: resource.kind,
+            name: name.to_string(),
+            detail,
+        };
         let uid = meta::str_field(&current.value, "uid");
         if let Some(want) = options.uid.as_deref().filter(|u| *u != uid) {
-            return Err(conflict(
-                resource,
-                name,
-                format!(
-                    "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
-                ),
-            ));
+            return Err(precondition(format!(
+                "the UID in the precondition ({want}) does not match the UID in record ({uid}). \
+                 The object might have been deleted and then recreated"
+            )));
         }
         let rv = current.rv.to_string();
         if let Some(want) = options.resource_version.as_deref().filter(|r| *r != rv) {
-            return Err(conflict(
-                resource,
-                name,
-                format!(
-                    "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {rv}"
-                ),
-            ));
+            return Err(precondition(format!(
+                "the ResourceVersion in the precondition ({want}) does not match the \
+                 ResourceVersion in record ({rv}). The object might have been modified"
+            )));
         }
         if std::ptr::eq(resource, &resources::NAMESPACES) {
             return self.delete_namespace(t, current);
@@ -381,17 +405,19 @@ impl Registry {
         if IMMORTAL_NAMESPACES.contains(&name.as_str()) {
             // The NamespaceLifecycle admission plugin's immortal namespaces.
             return Err(Error::Forbidden {
-                message: format!(
-                    "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
-                ),
+                resource: &resources::NAMESPACES,
+                name,
+                reason: "this namespace may not be deleted".into(),
+                cause: None,
             });
         }
         if !meta::str_field(&current.value, "deletionTimestamp").is_empty() {
             return Ok(Deleted::Pending(current));
         }
         let mut obj = current.value.clone();
+        // The namespace registry's own delete: a deletion time and the Terminating
+        // phase, no grace period.
         meta::set(&mut obj, "deletionTimestamp", meta::now());
-        meta::set(&mut obj, "deletionGracePeriodSeconds", 0);
         obj["status"] = json!({"phase": "Terminating"});
         let marked = t.put(&resources::NAMESPACES, obj, EventType::Modified)?;
         for resource in resources::ALL.iter().copied().filter(|r| r.namespaced) {

@@ -75,13 +75,13 @@ pub fn route(path: &str) -> Result<Route> {
         ["openapi", "v3", rest @ ..] => Ok(Route::OpenApi(rest.join("/"))),
         ["api", version, rest @ ..] => resource_route("", version, rest),
         ["apis", group, version, rest @ ..] => resource_route(group, version, rest),
-        _ => Err(Error::NoResource),
+        _ => Err(Error::PageNotFound),
     }
 }
 
 fn resource_route(group: &str, version: &str, rest: &[&str]) -> Result<Route> {
     if !resources::serves_group_version(group, version) {
-        return Err(Error::NoResource);
+        return Err(Error::PageNotFound);
     }
     let (watch, rest) = match rest {
         ["watch", tail @ ..] => (true, tail),

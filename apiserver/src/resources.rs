@@ -108,6 +108,16 @@ pub fn storage_key(resource: &Resource, namespace: &str, name: &str) -> String {
     }
 }
 
+/// Whether a DELETE answers with the deleted object (upstream's `ReturnDeletedObject`)
+/// rather than a `Success` Status.
+pub fn returns_deleted_object(resource: &Resource) -> bool {
+    matches!(
+        (resource.group, resource.plural),
+        ("", "pods" | "namespaces" | "serviceaccounts" | "services")
+            | ("storage.k8s.io", "csinodes" | "csidrivers")
+    )
+}
+
 const COMMON_MERGE: &[(&str, ListMerge)] = &[
     ("metadata.finalizers", ListMerge::Set),
     ("metadata.ownerReferences", ListMerge::Key("uid")),

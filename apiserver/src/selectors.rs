@@ -51,14 +51,15 @@ fn valid_label_key(key: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
 }
 
-fn value_list(s: &str, selector: &str) -> Result<Vec<String>> {
+fn value_list(s: &str) -> Result<Vec<String>> {
     let inner = s
         .trim()
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
         .ok_or_else(|| {
+            let found = s.trim().split([' ', ',']).next().unwrap_or_default();
             Error::bad_request(format!(
-                "unable to parse requirement: found '{s}', expected: '(' in label selector {selector:?}"
+                "unable to parse requirement: found '{found}' expected: '('"
             ))
         })?;
     Ok(inner
@@ -91,10 +92,16 @@ impl LabelSelector {
             } else if let Some((k, v)) = part.split_once('=') {
                 (k.trim().to_string(), LabelOp::Eq(v.trim().to_string()))
             } else if let Some((k, v)) = part.split_once(" notin ") {
-                (k.trim().to_string(), LabelOp::NotIn(value_list(v, s)?))
+                (k.trim().to_string(), LabelOp::NotIn(value_list(v)?))
             } else if let Some((k, v)) = part.split_once(" in ") {
-                (k.trim().to_string(), LabelOp::In(value_list(v, s)?))
-            } else if part.contains(' ') || part.contains('(') {
+                (k.trim().to_string(), LabelOp::In(value_list(v)?))
+            } else if let Some((_, rest)) = part.split_once(' ') {
+                // upstream's lexer: an identifier followed by something that is no operator
+                let found = rest.trim().split(' ').next().unwrap_or_default();
+                return Err(Error::bad_request(format!(
+                    "unable to parse requirement: found '{found}', expected: in, notin, =, ==, !=, gt, lt"
+                )));
+            } else if part.contains('(') {
                 return Err(bad());
             } else {
                 (part.to_string(), LabelOp::Exists)
@@ -148,16 +155,13 @@ impl FieldSelector {
                 (f, true, v)
             } else {
                 return Err(Error::bad_request(format!(
-                    "invalid field selector {s:?}: {part:?} is not of the form field=value"
+                    "invalid selector: '{s}'; can't understand '{part}'"
                 )));
             };
             let field = field.trim();
             if !resource.supports_field(field) {
                 return Err(Error::bad_request(format!(
-                    "Unable to find \"{}, Resource={}\" that match label selector \"\", field \
-                     selector \"{s}\": field label not supported: {field}",
-                    resource.api_version(),
-                    resource.plural
+                    "field label not supported: {field}"
                 )));
             }
             let field = if resource.converted() {

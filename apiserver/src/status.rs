@@ -117,20 +117,32 @@ pub enum Error {
     /// 401 `Unauthorized`: no or a wrong bearer token.
     #[error("Unauthorized")]
     Unauthorized,
-    /// 403 `Forbidden`: e.g. creating in a namespace that is being terminated.
-    #[error("{message}")]
+    /// 403 `Forbidden` (`NewForbidden`): e.g. creating in a namespace that is being
+    /// terminated, with upstream's cause when it gives one.
+    #[error("{} \"{name}\" is forbidden: {reason}", resource.qualified())]
     Forbidden {
+        /// The resource of the object.
+        resource: &'static Resource,
+        /// The object name.
+        name: String,
         /// Why the request is refused.
-        message: String,
+        reason: String,
+        /// A cause upstream adds: (its reason, the field, the message).
+        cause: Option<(&'static str, &'static str, String)>,
     },
+    /// 404 as plain text: a path outside every API group this server serves.
+    #[error("404 page not found")]
+    PageNotFound,
     /// 405 `MethodNotAllowed`: the verb is not served on this path.
     #[error("the server does not allow this method on the requested resource")]
     MethodNotAllowed,
     /// 415 `UnsupportedMediaType`: a request body in a format the server does not read.
-    #[error("{}", unsupported_media_message(content_type))]
+    #[error("{}", unsupported_media_message(content_type, accepted))]
     UnsupportedMediaType {
         /// The `Content-Type` the client sent.
         content_type: String,
+        /// What the request could have sent.
+        accepted: &'static [&'static str],
     },
     /// 406 `NotAcceptable`: the client accepts no format the server writes.
     #[error("only the following media types are accepted: application/json, application/yaml")]
@@ -165,7 +177,7 @@ fn qualified(group: &str, kind: &str) -> String {
 /// A `Result` whose error is a wire-mappable [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-fn unsupported_media_message(content_type: &str) -> String {
+fn unsupported_media_message(content_type: &str, accepted: &[&str]) -> String {
     if content_type.contains("protobuf") {
         format!(
             "the body of the request was in an unknown format ({content_type}): this API server \
@@ -176,10 +188,8 @@ fn unsupported_media_message(content_type: &str) -> String {
         )
     } else {
         format!(
-            "the body of the request was in an unknown format - accepted media types include: \
-             application/json, application/yaml, application/merge-patch+json, \
-             application/strategic-merge-patch+json, application/json-patch+json, \
-             application/apply-patch+yaml (got {content_type:?})"
+            "the body of the request was in an unknown format - accepted media types include: {}",
+            accepted.join(", ")
         )
     }
 }
@@ -255,7 +265,7 @@ impl Error {
     pub fn code(&self) -> u16 {
         match self {
             Error::BadRequest { .. } => 400,
-            Error::NotFound { .. } | Error::NoResource => 404,
+            Error::NotFound { .. } | Error::NoResource | Error::PageNotFound => 404,
             Error::AlreadyExists { .. }
             | Error::Conflict { .. }
             | Error::SubresourceConflict { .. } => 409,
@@ -277,7 +287,7 @@ impl Error {
     pub fn reason(&self) -> &'static str {
         match self {
             Error::BadRequest { .. } => "BadRequest",
-            Error::NotFound { .. } | Error::NoResource => "NotFound",
+            Error::NotFound { .. } | Error::NoResource | Error::PageNotFound => "NotFound",
             Error::AlreadyExists { .. } => "AlreadyExists",
             Error::Conflict { .. } | Error::SubresourceConflict { .. } => "Conflict",
             Error::Invalid { .. } | Error::PatchRejected => "Invalid",
@@ -309,6 +319,26 @@ impl Error {
         let (group, kind, name) = match self {
             Error::NotFound { resource, name } | Error::AlreadyExists { resource, name } => {
                 (resource.group, resource.plural, name)
+            }
+            Error::Forbidden {
+                resource,
+                name,
+                cause,
+                ..
+            } => {
+                return Some(StatusDetails {
+                    name: Some(name.clone()),
+                    group: Some(resource.group.to_string()).filter(|g| !g.is_empty()),
+                    kind: Some(resource.plural.to_string()),
+                    causes: cause.as_ref().map(|(reason, field, message)| {
+                        vec![StatusCause {
+                            reason: Some((*reason).to_owned()),
+                            field: Some((*field).to_owned()),
+                            message: Some(message.clone()),
+                        }]
+                    }),
+                    ..StatusDetails::default()
+                });
             }
             Error::Conflict {
                 group, on, name, ..
@@ -411,6 +441,7 @@ mod tests {
     fn protobuf_hint_names_the_kubelet_flag() {
         let err = Error::UnsupportedMediaType {
             content_type: "application/vnd.kubernetes.protobuf".into(),
+            accepted: &[],
         };
         assert!(
             err.to_string()

@@ -117,16 +117,31 @@ fn merge_map(
             orig.remove(key);
             continue;
         }
+        let order = patch
+            .get(&format!("{SET_ORDER}{key}"))
+            .and_then(Value::as_array)
+            .map(Vec::as_slice);
         match (orig.get_mut(key), value) {
             (Some(Value::Object(o)), Value::Object(p)) => merge_map(resource, o, p, &sub)?,
             (Some(Value::Array(o)), Value::Array(p)) => match resource.list_merge(&sub) {
-                Some(ListMerge::Key(merge_key)) => merge_list(resource, o, p, merge_key, &sub)?,
+                Some(ListMerge::Key(merge_key)) => {
+                    let original = o.clone();
+                    merge_list(resource, o, p, merge_key, &sub)?;
+                    let kept: Vec<Value> = p
+                        .iter()
+                        .filter(|i| i.get("$patch").is_none())
+                        .cloned()
+                        .collect();
+                    order_like_upstream(o, &original, order.unwrap_or(&kept), Some(merge_key));
+                }
                 Some(ListMerge::Set) => {
+                    let original = o.clone();
                     for item in p {
                         if !o.contains(item) {
                             o.push(item.clone());
                         }
                     }
+                    order_like_upstream(o, &original, order.unwrap_or(p), None);
                 }
                 // Atomic: the patch's list, directives and nulls removed, is the new list.
                 None => {
@@ -139,13 +154,18 @@ fn merge_map(
             }
         }
     }
-    for (list, order) in orders {
+    // An order for a list the patch did not touch still orders it.
+    for (list, order) in orders
+        .into_iter()
+        .filter(|(list, _)| !patch.contains_key(*list))
+    {
         let merge_key = match resource.list_merge(&child(path, list)) {
             Some(ListMerge::Key(k)) => Some(k),
             _ => None,
         };
         if let Some(Value::Array(items)) = orig.get_mut(list) {
-            reorder(items, order, merge_key);
+            let original = items.clone();
+            order_like_upstream(items, &original, order, merge_key);
         }
     }
     if let Some(retain) = patch.get("$retainKeys") {
@@ -212,24 +232,45 @@ fn merge_list(
     Ok(())
 }
 
-/// `$setElementOrder`: items named in `order` come first, in that order; the rest keep
-/// their relative order after them.
-fn reorder(items: &mut Vec<Value>, order: &[Value], merge_key: Option<&str>) {
+/// The order upstream gives a merged list (`normalizeElementOrder`): the items the patch
+/// names (in `patch_order`: the patch's own list or its `$setElementOrder`) keep that
+/// order, the items only the server had keep theirs, and the two are interleaved by their
+/// positions in the `original` list, a patch item the server did not know coming first.
+fn order_like_upstream(
+    items: &mut Vec<Value>,
+    original: &[Value],
+    patch_order: &[Value],
+    merge_key: Option<&str>,
+) {
     let key_of = |v: &Value| -> Value {
         match merge_key {
             Some(k) => v.get(k).cloned().unwrap_or(Value::Null),
             None => v.clone(),
         }
     };
-    let wanted: Vec<Value> = order.iter().map(&key_of).collect();
-    let mut ordered = Vec::with_capacity(items.len());
-    for w in &wanted {
-        if let Some(p) = items.iter().position(|i| key_of(i) == *w) {
-            ordered.push(items.remove(p));
-        }
+    let index = |list: &[Value], item: &Value| list.iter().position(|i| key_of(i) == key_of(item));
+    let (mut from_patch, mut server_only): (Vec<Value>, Vec<Value>) = items
+        .drain(..)
+        .partition(|i| index(patch_order, i).is_some());
+    from_patch.sort_by_key(|i| index(patch_order, i));
+    server_only.sort_by_key(|i| index(original, i));
+    let (mut left, mut right) = (
+        server_only.into_iter().peekable(),
+        from_patch.into_iter().peekable(),
+    );
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(l), Some(r)) => matches!(
+                (index(original, l), index(original, r)),
+                (Some(li), Some(ri)) if li < ri
+            ),
+        };
+        let next = if take_left { left.next() } else { right.next() };
+        items.extend(next);
     }
-    ordered.append(items);
-    *items = ordered;
 }
 
 #[cfg(test)]
@@ -269,8 +310,32 @@ mod tests {
             pod["spec"]["containers"],
             json!([{"name": "a", "image": "y"}])
         );
-        assert_eq!(pod["metadata"]["finalizers"], json!(["x", "y"]));
+        // Items the patch names keep the patch's order (`normalizeElementOrder`).
+        assert_eq!(pod["metadata"]["finalizers"], json!(["y", "x"]));
         assert_eq!(pod["metadata"]["labels"]["l"], "v");
+    }
+
+    #[test]
+    fn merged_lists_are_ordered_as_upstream_orders_them() {
+        // New items first, server-only items after, as kube-apiserver 1.28.7 answers
+        // (fidelity/scenarios/patch-strategic-pod.yaml).
+        let mut pod = json!({"metadata": {"finalizers": ["a", "b"]}, "spec": {"containers": [
+            {"name": "c1", "image": "x"}, {"name": "c2", "image": "x"}]}});
+        let patch = json!({"metadata": {"finalizers": ["c"], "$deleteFromPrimitiveList/finalizers": ["a"]},
+            "spec": {"containers": [{"name": "c2", "image": "y"}]}});
+        apply(&PODS, &mut pod, &patch).unwrap();
+        assert_eq!(pod["metadata"]["finalizers"], json!(["c", "b"]));
+        let names: Vec<&str> = pod["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["c1", "c2"],
+            "a patched item keeps its place among the server's"
+        );
     }
 
     /// The status patches kubelet 1.28 sends (`CreateTwoWayMergePatch` of old and new

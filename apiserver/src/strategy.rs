@@ -22,15 +22,11 @@ pub enum Part {
     Status,
 }
 
-fn ensure_type(resource: &Resource, obj: &mut Value) -> Result<()> {
-    let map = obj.as_object_mut().ok_or_else(|| {
-        Error::bad_request(format!(
-            "the body of the request is not a JSON object of kind {}",
-            resource.kind
-        ))
-    })?;
+/// Refuses a body of another kind or API version, in the decoder's words (before any
+/// other check looks at the body).
+pub fn check_type(resource: &Resource, obj: &Value) -> Result<()> {
     let api_version = resource.api_version();
-    match map.get("apiVersion").and_then(Value::as_str) {
+    match obj.get("apiVersion").and_then(Value::as_str) {
         Some(v) if !v.is_empty() && v != api_version => {
             return Err(Error::bad_request(format!(
                 "the API version in the data ({v}) does not match the expected API version ({api_version})"
@@ -38,18 +34,73 @@ fn ensure_type(resource: &Resource, obj: &mut Value) -> Result<()> {
         }
         _ => {}
     }
-    match map.get("kind").and_then(Value::as_str) {
+    match obj.get("kind").and_then(Value::as_str) {
         Some(k) if !k.is_empty() && k != resource.kind => {
-            return Err(Error::bad_request(format!(
-                "the kind in the data ({k}) does not match the expected kind ({})",
-                resource.kind
-            )));
+            Err(Error::bad_request(other_kind(resource, k)))
         }
-        _ => {}
+        _ => Ok(()),
     }
+}
+
+fn ensure_type(resource: &Resource, obj: &mut Value) -> Result<()> {
+    let map = obj.as_object_mut().ok_or_else(|| {
+        Error::bad_request(format!(
+            "the body of the request is not a JSON object of kind {}",
+            resource.kind
+        ))
+    })?;
+    check_type(resource, &Value::Object(map.clone()))?;
+    let api_version = resource.api_version();
     map.insert("apiVersion".into(), api_version.into());
     map.insert("kind".into(), resource.kind.into());
     Ok(())
+}
+
+/// The decoder's words for a body of another kind: a kind of the same group version
+/// cannot be converted, any other kind is not registered there.
+fn other_kind(resource: &Resource, kind: &str) -> String {
+    const CORE_KINDS: &[&str] = &[
+        "Binding",
+        "ComponentStatus",
+        "ConfigMap",
+        "Endpoints",
+        "Event",
+        "LimitRange",
+        "Namespace",
+        "Node",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "Pod",
+        "PodTemplate",
+        "ReplicationController",
+        "ResourceQuota",
+        "Secret",
+        "Service",
+        "ServiceAccount",
+    ];
+    let version = resource.api_version();
+    let known = resources::ALL
+        .iter()
+        .any(|r| r.kind == kind && r.api_version() == version)
+        || (resource.group.is_empty() && CORE_KINDS.contains(&kind));
+    if known {
+        let internal = if resource.group.is_empty() {
+            "core"
+        } else {
+            resource.group.split('.').next().unwrap_or(resource.group)
+        };
+        format!(
+            "{kind} in version \"{v}\" cannot be handled as a {target}: converting ({v}.{kind}) to \
+             ({internal}.{target}): unknown conversion",
+            v = resource.version,
+            target = resource.kind
+        )
+    } else {
+        format!(
+            "no kind \"{kind}\" is registered for version \"{version}\" in scheme \
+             \"pkg/api/legacyscheme/scheme.go:30\""
+        )
+    }
 }
 
 /// Checks the body's namespace against the URL's, filling it in when absent.

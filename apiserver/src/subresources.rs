@@ -34,6 +34,21 @@ pub fn evict(
         .get("deleteOptions")
         .map(DeleteOptions::from_json)
         .unwrap_or_default();
+    if !options.dry_run {
+        // `addConditionAndDeletePod` (PodDisruptionConditions): the pod learns why it goes.
+        ctx.registry.update(
+            &resources::PODS,
+            target.ns(),
+            name,
+            crate::strategy::Part::Status,
+            false,
+            |current| {
+                let mut pod = current.cloned().unwrap_or_default();
+                disruption_target(&mut pod);
+                Ok(pod)
+            },
+        )?;
+    }
     ctx.registry
         .delete(&resources::PODS, target.ns(), name, &options)?;
     // No PodDisruptionBudgets exist here, so every eviction is allowed (upstream: 201 Success).
@@ -41,6 +56,36 @@ pub fn evict(
         201,
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
     ))
+}
+
+/// `UpdatePodCondition` with `DisruptionTarget=True` (`EvictionByEvictionAPI`): a new
+/// transition time only when the condition's status changes.
+fn disruption_target(pod: &mut Value) {
+    let condition = json!({
+        "type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+        "message": "Eviction API: evicting", "lastTransitionTime": meta::now(),
+    });
+    let status = pod
+        .as_object_mut()
+        .map(|p| p.entry("status").or_insert_with(|| json!({})));
+    let Some(conditions) = status
+        .and_then(Value::as_object_mut)
+        .map(|s| s.entry("conditions").or_insert_with(|| json!([])))
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    match conditions
+        .iter_mut()
+        .find(|c| c["type"] == "DisruptionTarget")
+    {
+        Some(existing) if existing["status"] == "True" => {
+            existing["reason"] = condition["reason"].clone();
+            existing["message"] = condition["message"].clone();
+        }
+        Some(existing) => *existing = condition,
+        None => conditions.push(condition),
+    }
 }
 
 /// `POST serviceaccounts/{name}/token`: a TokenRequest answered with an unsigned JWT.
@@ -59,8 +104,25 @@ pub fn token(
     let seconds = request
         .pointer("/spec/expirationSeconds")
         .and_then(Value::as_i64)
-        .unwrap_or(3600)
-        .max(600);
+        .unwrap_or(3600);
+    // `ValidateTokenRequest`: between ten minutes and 2^32 seconds.
+    let too = match seconds {
+        s if s < 600 => Some("may not specify a duration less than 10 minutes"),
+        s if s > 1 << 32 => Some("may not specify a duration larger than 2^32 seconds"),
+        _ => None,
+    };
+    if let Some(detail) = too {
+        return Err(Error::Invalid {
+            group: "authentication.k8s.io",
+            kind: "TokenRequest",
+            name: String::new(),
+            errors: vec![crate::field::Error::invalid(
+                "spec.expirationSeconds",
+                crate::field::Value::plain(seconds),
+                detail,
+            )],
+        });
+    }
     let audiences = request
         .pointer("/spec/audiences")
         .cloned()
@@ -83,12 +145,16 @@ pub fn token(
     let mut spec = request.get("spec").cloned().unwrap_or(json!({}));
     spec["audiences"] = audiences;
     spec["expirationSeconds"] = seconds.into();
-    let response = json!({
+    let mut response = json!({
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
         "metadata": {"name": name, "namespace": target.ns(), "creationTimestamp": meta::now()},
         "spec": spec,
         "status": {"token": jwt, "expirationTimestamp": meta::time(expires)},
     });
+    crate::wire::encode_as(
+        crate::wire::schema::AUTHENTICATION_TOKEN_REQUEST,
+        &mut response,
+    );
     Ok(h::json(201, &response))
 }

@@ -36,15 +36,21 @@ pub enum Directive {
 }
 
 impl Directive {
-    /// Parses the query parameter; anything but the three values is a 400.
-    pub fn parse(v: Option<&str>) -> Result<Self> {
+    /// Parses the query parameter; anything but the three values (or empty) is a 422 of
+    /// the request's `options` kind.
+    pub fn parse(v: Option<&str>, options: &'static str) -> Result<Self> {
         match v {
-            None | Some("Warn") => Ok(Directive::Warn),
+            None | Some("" | "Warn") => Ok(Directive::Warn),
             Some("Ignore") => Ok(Directive::Ignore),
             Some("Strict") => Ok(Directive::Strict),
-            Some(other) => Err(Error::bad_request(format!(
-                "fieldValidation must be one of \"Ignore\", \"Warn\" or \"Strict\", got {other:?}"
-            ))),
+            Some(other) => Err(Error::invalid_options(
+                options,
+                crate::field::Error::not_supported(
+                    "fieldValidation",
+                    crate::field::Value::str(other),
+                    &["", "Ignore", "Strict", "Warn"],
+                ),
+            )),
         }
     }
 }
@@ -118,6 +124,129 @@ fn unknown_in(sent: &Value, kept: &Value) -> Vec<String> {
     out
 }
 
+fn strict_error(resource: &Resource, problems: &[String]) -> Error {
+    Error::bad_request(format!(
+        "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
+        problems.join(", "),
+        kind = resource.kind,
+        version = resource.version,
+    ))
+}
+
+/// With `Strict`, a JSON body that repeats a key is refused (`duplicate field
+/// "metadata.name"`); the other directives let the last value win, as Go's decoder does.
+pub fn check_duplicates(resource: &Resource, body: &[u8], directive: Directive) -> Result<()> {
+    if directive != Directive::Strict {
+        return Ok(());
+    }
+    let found = std::cell::RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_slice(body);
+    // A body that is not JSON is the decoder's to report.
+    let _ = serde::de::DeserializeSeed::deserialize(
+        Duplicates {
+            path: String::new(),
+            found: &found,
+        },
+        &mut de,
+    );
+    let found = found.into_inner();
+    if found.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = found
+        .iter()
+        .map(|f| format!("duplicate field \"{f}\""))
+        .collect();
+    Err(strict_error(resource, &list))
+}
+
+/// Walks a JSON document and records the paths of keys that appear twice in one object.
+struct Duplicates<'a> {
+    path: String,
+    found: &'a std::cell::RefCell<Vec<String>>,
+}
+
+impl Duplicates<'_> {
+    fn child(&self, segment: &str) -> Self {
+        let path = match (self.path.is_empty(), segment.starts_with('[')) {
+            (true, _) | (_, true) => format!("{}{segment}", self.path),
+            _ => format!("{}.{segment}", self.path),
+        };
+        Duplicates {
+            path,
+            found: self.found,
+        }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Duplicates<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Duplicates<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                self.found.borrow_mut().push(self.child(&key).path);
+            }
+            map.next_value_seed(self.child(&key))?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<(), A::Error> {
+        let mut i = 0;
+        while seq
+            .next_element_seed(self.child(&format!("[{i}]")))?
+            .is_some()
+        {
+            i += 1;
+        }
+        Ok(())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<(), E> {
+        Ok(())
+    }
+}
+
 /// Refuses values of the wrong type as kube-apiserver's decoder does, then applies the
 /// directive: `Err` for `Strict` with unknown fields, else the warnings to send.
 pub fn check(resource: &Resource, obj: &Value, directive: Directive) -> Result<Vec<String>> {
@@ -142,10 +271,7 @@ pub fn check(resource: &Resource, obj: &Value, directive: Directive) -> Result<V
             .iter()
             .map(|f| format!("unknown field \"{f}\""))
             .collect();
-        return Err(Error::bad_request(format!(
-            "strict decoding error: {}",
-            list.join(", ")
-        )));
+        return Err(strict_error(resource, &list));
     }
     Ok(unknown
         .into_iter()
@@ -210,6 +336,11 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
-        assert!(Directive::parse(Some("Loose")).is_err());
+        assert_eq!(
+            Directive::parse(Some("Loose"), "CreateOptions")
+                .unwrap_err()
+                .code(),
+            422
+        );
     }
 }

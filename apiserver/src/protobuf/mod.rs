@@ -78,6 +78,7 @@ pub fn decode(body: &[u8]) -> Result<Value> {
         _ => {
             return Err(Error::UnsupportedMediaType {
                 content_type: format!("{MEDIA_TYPE} ({api_version}, Kind={kind})"),
+                accepted: &[],
             });
         }
     };

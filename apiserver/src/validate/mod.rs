@@ -48,6 +48,9 @@ pub fn update(resource: &Resource, old: &Value, new: &Value, part: Part) -> Resu
     let mut errors = meta_errors.clone();
     errors.extend(meta_errors);
     if part == Part::Status {
+        if is(resource, &resources::PODS) {
+            errors.extend(pod::status_update(old, new));
+        }
         return finish(resource, new, errors);
     }
     if is(resource, &resources::PODS) {

@@ -33,7 +33,12 @@ pub(super) fn dns_label_errors(value: &str) -> Vec<String> {
         out.push("must be no more than 63 characters".to_owned());
     }
     if !meta::is_dns_label(value) {
-        out.push(DNS1123_LABEL.to_owned());
+        // A valid subdomain of the right length that is no label: it has dots.
+        out.push(if meta::is_dns_subdomain(value) {
+            "must not contain dots".to_owned()
+        } else {
+            DNS1123_LABEL.to_owned()
+        });
     }
     out
 }
@@ -209,14 +214,11 @@ mod tests {
             &json!({"metadata": {"name": "a", "labels": {"ok/x": "y", "bad key": "v", "k": "-no"}}}),
         );
         assert_eq!(errors.len(), 2, "{errors:?}");
-        assert!(
-            create(
-                &resources::NAMESPACES,
-                &json!({"metadata": {"name": "a.b"}})
-            )[0]
-            .to_string()
-            .contains("RFC 1123 label")
-        );
+        let namespace = |name: &str| {
+            create(&resources::NAMESPACES, &json!({"metadata": {"name": name}}))[0].to_string()
+        };
+        assert!(namespace("a_b").contains("RFC 1123 label"));
+        assert!(namespace("a.b").ends_with("must not contain dots"));
         assert!(
             create(
                 &resources::EVENTS,

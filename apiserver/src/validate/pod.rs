@@ -228,6 +228,74 @@ pub(super) fn update(old: &Value, new: &Value) -> Vec<FieldError> {
     out
 }
 
+/// `ValidatePodStatusUpdate`: a container that terminated for good (its pod restarts it
+/// never, or only on failure and it succeeded) may not be reported running again; the
+/// pod IPs are IP addresses.
+pub(super) fn status_update(old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    let policy = old
+        .pointer("/spec/restartPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("Always");
+    let statuses = |pod: &Value, key: &str| -> Vec<Value> {
+        pod.pointer(&format!("/status/{key}"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for (key, policy) in [
+        ("containerStatuses", policy),
+        ("initContainerStatuses", policy),
+        ("ephemeralContainerStatuses", "Never"),
+    ] {
+        if policy == "Always" {
+            continue;
+        }
+        let after = statuses(new, key);
+        for (i, before) in statuses(old, key).iter().enumerate() {
+            let Some(terminated) = before.pointer("/state/terminated").filter(|t| !t.is_null())
+            else {
+                continue;
+            };
+            let failed = terminated
+                .get("exitCode")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                != 0;
+            if failed && policy == "OnFailure" {
+                continue;
+            }
+            let revived = after.iter().any(|now| {
+                now.get("name") == before.get("name")
+                    && now.pointer("/state/terminated").is_none_or(Value::is_null)
+            });
+            if revived {
+                out.push(FieldError::forbidden(
+                    format!("status.{key}[{i}].state"),
+                    "may not be transitioned to non-terminated state",
+                ));
+            }
+        }
+    }
+    for (i, ip) in new
+        .pointer("/status/podIPs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let ip = ip.get("ip").and_then(Value::as_str).unwrap_or("");
+        if ip.parse::<std::net::IpAddr>().is_err() {
+            out.push(FieldError::invalid(
+                format!("status.podIPs[{i}]"),
+                Bad::str(ip),
+                "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+            ));
+        }
+    }
+    out
+}
+
 /// The spec with the fields an update may change taken out.
 fn mutable_view(spec: &Value) -> Value {
     let mut spec = spec.clone();

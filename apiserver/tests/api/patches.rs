@@ -63,7 +63,7 @@ async fn merge_json_and_apply_patches() {
         "data:\n  e: '5'\n",
     )
     .await;
-    assert_status(&r, 400, "BadRequest");
+    assert_status(&r, 422, "Invalid");
     let r = raw(
         &api,
         "PATCH",
@@ -186,7 +186,7 @@ async fn kubelet_pod_status_patch_checks_uid() {
             ("b".to_string(), true, false)
         ]
     );
-    // Finalizers merge as a set.
+    // Finalizers merge as a set, the patch's new ones first (upstream's element order).
     let out = pods
         .patch(
             "p",
@@ -195,7 +195,7 @@ async fn kubelet_pod_status_patch_checks_uid() {
         )
         .await
         .unwrap();
-    assert_eq!(out.finalizers(), ["a/b", "c/d"]);
+    assert_eq!(out.finalizers(), ["c/d", "a/b"]);
     // A status patch for another incarnation of the pod is refused: a patch may not change
     // the uid (422, as kube-apiserver answers the kubelet; a PUT's uid is a 409 precondition).
     let stale = json!({"metadata": {"uid": "00000000-0000-4000-8000-000000000000"}, "status": {"phase": "Failed"}});

@@ -28,6 +28,7 @@ use volume::volume;
 pub(super) fn refuse(field: &str) -> Error {
     Error::UnsupportedMediaType {
         content_type: format!("{MEDIA_TYPE} (v1, Kind=Pod: {field} is not read from protobuf)"),
+        accepted: &[],
     }
 }
 
