@@ -52,6 +52,8 @@ pub fn apply(resource: &Resource, obj: &mut Value) {
         return;
     };
     if std::ptr::eq(resource, &resources::PODS) {
+        // The spec is a struct, not a pointer: its defaults apply even when none was sent.
+        map.entry("spec").or_insert_with(|| json!({}));
         if let Some(spec) = object(map, "spec") {
             pod_spec(spec);
         }

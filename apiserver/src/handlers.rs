@@ -371,8 +371,9 @@ fn update(
             "the body of the request must be a JSON object",
         ));
     }
-    check_name(&obj, name)?;
+    // The decoder reads the kind before anything looks at the name.
     strategy::check_type(target.resource, &obj)?;
+    check_name(&obj, name)?;
     if format == BodyFormat::Json {
         validation::check_duplicates(target.resource, body, validation)?;
     }

@@ -125,29 +125,40 @@ pub fn serve(ctx: &Context, target: &Target, query: &Query, view: View) -> Resul
             });
         }
     }
-    let mut matching = objects
+    let unread: Vec<_> = objects
         .into_iter()
-        .filter(|o| selector.matches(&o.value))
         .filter(|o| {
             after
                 .as_ref()
                 .is_none_or(|(ns, name)| (o.namespace(), o.name()) > (ns.as_str(), name.as_str()))
-        });
+        })
+        .collect();
     let mut page = Vec::new();
-    let mut remaining = 0usize;
-    for o in matching.by_ref() {
+    let mut read = 0;
+    for o in &unread {
         if limit.is_some_and(|l| page.len() >= l) {
-            remaining = 1;
             break;
         }
-        page.push(o);
+        read += 1;
+        if selector.matches(&o.value) {
+            page.push(o.clone());
+        }
     }
-    remaining += matching.count();
+    let remaining = unread[read..]
+        .iter()
+        .filter(|o| selector.matches(&o.value))
+        .count();
+    // Upstream pages through storage keys: a full page hands out a continue token when
+    // any object follows it, matching or not.
+    let more = read < unread.len();
     let mut metadata = json!({"resourceVersion": rv.to_string()});
-    if let Some(last) = page.last().filter(|_| remaining > 0) {
+    if let Some(last) = page.last().filter(|_| more) {
         let start = (last.namespace().to_owned(), last.name().to_owned());
         metadata["continue"] = continue_token(target, &start, rv).into();
-        metadata["remainingItemCount"] = remaining.into();
+        // Upstream counts what is left only when no selector filters it.
+        if query.get("labelSelector").is_none() && query.get("fieldSelector").is_none() {
+            metadata["remainingItemCount"] = remaining.into();
+        }
     }
     let (kind, api_version) = match view {
         View::Table(include) => {

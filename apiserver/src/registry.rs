@@ -169,8 +169,13 @@ impl Registry {
                 });
             }
         }
-        if t.get(resource, &namespace, &name).is_some() {
-            return Err(Error::AlreadyExists { resource, name });
+        if let Some(existing) = t.get(resource, &namespace, &name) {
+            let deleting = !meta::str_field(&existing.value, "deletionTimestamp").is_empty();
+            return Err(Error::AlreadyExists {
+                resource,
+                name,
+                deleting,
+            });
         }
         let mut obj = obj;
         if std::ptr::eq(resource, &resources::SERVICES) {

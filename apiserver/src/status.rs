@@ -28,13 +28,16 @@ pub enum Error {
     /// 404 `NotFound`: the path names no resource this server serves.
     #[error("the server could not find the requested resource")]
     NoResource,
-    /// 409 `AlreadyExists`: create of a name that is taken.
-    #[error("{} \"{name}\" already exists", resource.qualified())]
+    /// 409 `AlreadyExists`: create of a name that is taken (by an object being deleted,
+    /// upstream says so first).
+    #[error("{}{} \"{name}\" already exists", if *deleting { "object is being deleted: " } else { "" }, resource.qualified())]
     AlreadyExists {
         /// The resource of the object.
         resource: &'static Resource,
         /// The object name.
         name: String,
+        /// The object that has the name is being deleted.
+        deleting: bool,
     },
     /// 409 `Conflict`: stale `resourceVersion`, or a precondition that does not hold.
     /// Upstream names the object by its resource (`pods`) for storage conflicts and by
@@ -317,7 +320,7 @@ impl Error {
 
     fn details(&self) -> Option<StatusDetails> {
         let (group, kind, name) = match self {
-            Error::NotFound { resource, name } | Error::AlreadyExists { resource, name } => {
+            Error::NotFound { resource, name } | Error::AlreadyExists { resource, name, .. } => {
                 (resource.group, resource.plural, name)
             }
             Error::Forbidden {

@@ -35,11 +35,41 @@ pub fn check_type(resource: &Resource, obj: &Value) -> Result<()> {
         _ => {}
     }
     match obj.get("kind").and_then(Value::as_str) {
+        Some("Status") if resource.kind != "Status" => {
+            Err(Error::bad_request(status_body(resource, obj)))
+        }
         Some(k) if !k.is_empty() && k != resource.kind => {
             Err(Error::bad_request(other_kind(resource, k)))
         }
         _ => Ok(()),
     }
+}
+
+/// A Status sent where an object belongs (a client writing back the answer to a failed
+/// read): it is decoded as a Status first, so its fields' types are checked before the
+/// conversion fails.
+fn status_body(resource: &Resource, obj: &Value) -> String {
+    for (field, want) in [
+        ("status", "string"),
+        ("message", "string"),
+        ("reason", "string"),
+        ("code", "int32"),
+    ] {
+        let wrong = match obj.get(field) {
+            None | Some(Value::Null) => false,
+            Some(v) => (want == "string" && !v.is_string()) || (want == "int32" && !v.is_number()),
+        };
+        if wrong {
+            return format!(
+                "Status in version \"{}\" cannot be handled as a {}: json: cannot unmarshal {} \
+                 into Go struct field Status.{field} of type {want}",
+                resource.version,
+                resource.kind,
+                crate::go_json::kind_of(&obj[field])
+            );
+        }
+    }
+    other_kind(resource, "Status")
 }
 
 fn ensure_type(resource: &Resource, obj: &mut Value) -> Result<()> {
@@ -79,10 +109,19 @@ fn other_kind(resource: &Resource, kind: &str) -> String {
         "ServiceAccount",
     ];
     let version = resource.api_version();
+    // `Status` (and the other meta kinds) are registered in every group version.
     let known = resources::ALL
         .iter()
         .any(|r| r.kind == kind && r.api_version() == version)
-        || (resource.group.is_empty() && CORE_KINDS.contains(&kind));
+        || (resource.group.is_empty() && CORE_KINDS.contains(&kind))
+        || [
+            "Status",
+            "DeleteOptions",
+            "ListOptions",
+            "GetOptions",
+            "CreateOptions",
+        ]
+        .contains(&kind);
     if known {
         let internal = if resource.group.is_empty() {
             "core"

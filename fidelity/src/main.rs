@@ -97,7 +97,11 @@ async fn main() -> anyhow::Result<()> {
             operations,
             out,
         } => {
-            let reference = Target::from_kubeconfig(&kubeconfig).await?;
+            // Both servers are on this machine: events arrive within milliseconds.
+            let quiet = std::time::Duration::from_millis(120);
+            let reference = Target::from_kubeconfig(&kubeconfig)
+                .await?
+                .with_quiet(quiet);
             let (_double, other) = match against {
                 Some(path) => (None, Target::from_kubeconfig(&path).await?),
                 None => {
@@ -107,6 +111,7 @@ async fn main() -> anyhow::Result<()> {
                     (Some(api), target)
                 }
             };
+            let other = other.with_quiet(quiet);
             run_fuzz(&reference, &other, seed, sequences, operations, &out).await
         }
     }

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 use crate::scenario::{Content, Scenario, Step};
 
-/// How long a watch must stay quiet before its events count as all delivered.
+/// How long a watch must stay quiet before its events count as all delivered (by default).
 const QUIET: Duration = Duration::from_millis(300);
 /// The longest wait for one answer or for the events a recording says will come.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -25,6 +25,7 @@ pub struct Target {
     client: kube::Client,
     /// What it is, for reports (`kube-apiserver v1.28.7 at https://…`).
     pub name: String,
+    quiet: Duration,
 }
 
 impl std::fmt::Debug for Target {
@@ -88,7 +89,15 @@ impl Target {
         Ok(Self {
             client,
             name: format!("{version} at {url}"),
+            quiet: QUIET,
         })
+    }
+
+    /// How long a watch must be quiet for its events to count as all delivered; shorter
+    /// makes runs faster where the server delivers at once (loopback, no load).
+    pub fn with_quiet(mut self, quiet: Duration) -> Self {
+        self.quiet = quiet;
+        self
     }
 
     /// A server reached through `client`.
@@ -96,6 +105,7 @@ impl Target {
         Self {
             client,
             name: name.into(),
+            quiet: QUIET,
         }
     }
 
@@ -324,7 +334,8 @@ pub async fn run(
                     Some(Record::Events { events, .. }) => events.len(),
                     _ => 0,
                 };
-                let (mut events, ended) = drain(&mut open.events, want, *until_end).await;
+                let (mut events, ended) =
+                    drain(&mut open.events, want, *until_end, target.quiet).await;
                 if std::mem::take(&mut open.initial_state) {
                     sort_initial_state(&mut events);
                 }
@@ -478,12 +489,13 @@ fn is_periodic_bookmark(event: &Value) -> bool {
 }
 
 /// Takes the events delivered so far: at least `want` of them (waiting up to
-/// [`PATIENCE`]), then every further one until the watch is quiet for [`QUIET`], or
+/// [`PATIENCE`]), then every further one until the watch is quiet for `quiet`, or
 /// with `until_end` every one until the stream ends.
 async fn drain(
     rx: &mut mpsc::UnboundedReceiver<Value>,
     want: usize,
     until_end: bool,
+    quiet: Duration,
 ) -> (Vec<Value>, bool) {
     let mut events = Vec::new();
     let deadline = tokio::time::Instant::now() + PATIENCE;
@@ -491,7 +503,7 @@ async fn drain(
         let wait = if until_end || events.len() < want {
             deadline.saturating_duration_since(tokio::time::Instant::now())
         } else {
-            QUIET
+            quiet
         };
         match tokio::time::timeout(wait, rx.recv()).await {
             Ok(Some(event)) => {
