@@ -81,6 +81,20 @@ pub fn apply(resource: &Resource, obj: &mut Value) {
         string_data(map);
     } else if std::ptr::eq(resource, &resources::SERVICES) {
         crate::service::defaults(map);
+    } else if std::ptr::eq(resource, &resources::NAMESPACES) {
+        // `SetDefaults_Namespace`: the name as a label, whatever the client set there.
+        let name = map
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        if let Some(meta) = object(map, "metadata") {
+            let labels = meta.entry("labels").or_insert_with(|| json!({}));
+            if let Some(labels) = labels.as_object_mut() {
+                labels.insert("kubernetes.io/metadata.name".into(), name.into());
+            }
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use hyper::body::Incoming;
 use serde_json::{Value, json};
 
 use crate::http::{self as h, Body, BodyFormat};
+use crate::managed_fields::Writer;
 use crate::patch::{self, PatchType};
 use crate::registry::{DeleteOptions, Deleted, Registry};
 use crate::request::{Query, Route, Target, route};
@@ -67,6 +68,10 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
         other => return serve_fixed(ctx, other, &parts.method, &parts.headers),
     };
     let options = options_kind(&parts.method, target.name.is_some());
+    let writer = Writer::of_request(
+        query.get("fieldManager"),
+        h::header_str(&parts.headers, header::USER_AGENT),
+    );
     let validation = validation::Directive::parse(query.get("fieldValidation"), options)?;
     let dry_run = dry_run(query.get("dryRun").map(|v| vec![v.to_owned()]), options)?;
     let headers = parts.headers;
@@ -94,7 +99,14 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
         }
         (&Method::POST, false, None) => {
             let body = h::read_body(&headers, body).await?;
-            create(ctx, &target, &headers, &body, view, (dry_run, validation))
+            create(
+                ctx,
+                &target,
+                &headers,
+                &body,
+                view,
+                (dry_run, validation, &writer),
+            )
         }
         (&Method::POST, true, Some(sub @ ("eviction" | "binding")))
             if std::ptr::eq(target.resource, &resources::PODS) =>
@@ -112,15 +124,29 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
             if std::ptr::eq(target.resource, &resources::SERVICEACCOUNTS) =>
         {
             let body = h::read_body(&headers, body).await?;
-            subresources::token(ctx, &target, &headers, &body)
+            subresources::token(ctx, &target, &headers, &body, &writer)
         }
         (&Method::PUT, true, None | Some("status")) => {
             let body = h::read_body(&headers, body).await?;
-            update(ctx, &target, &headers, &body, view, (dry_run, validation))
+            update(
+                ctx,
+                &target,
+                &headers,
+                &body,
+                view,
+                (dry_run, validation, &writer),
+            )
         }
         (&Method::PATCH, true, None | Some("status")) => {
             let body = h::read_body(&headers, body).await?;
-            patch_handler(ctx, &target, &headers, &query, &body, view, dry_run)
+            patch_handler(
+                ctx,
+                &target,
+                (&headers, &query),
+                &body,
+                view,
+                (dry_run, &writer),
+            )
         }
         (&Method::DELETE, true, None) => {
             let body = h::read_body(&headers, body).await?;
@@ -298,7 +324,7 @@ fn create(
     headers: &HeaderMap,
     body: &[u8],
     view: View,
-    (dry_run, validation): (bool, validation::Directive),
+    (dry_run, validation, writer): (bool, validation::Directive, &Writer),
 ) -> Result<Response<Body>> {
     require_namespace(target)?;
     let format = BodyFormat::from_headers(headers)?;
@@ -311,7 +337,7 @@ fn create(
     let obj = to_storage(target.resource, obj);
     let created = ctx
         .registry
-        .create_mode(target.resource, target.ns(), obj, dry_run)?;
+        .create_mode(target.resource, target.ns(), obj, dry_run, writer)?;
     let resp = object_response(201, target.resource, &created, view);
     Ok(with_warnings(resp, &warnings))
 }
@@ -360,7 +386,7 @@ fn update(
     headers: &HeaderMap,
     body: &[u8],
     view: View,
-    (dry_run, validation): (bool, validation::Directive),
+    (dry_run, validation, writer): (bool, validation::Directive, &Writer),
 ) -> Result<Response<Body>> {
     require_namespace(target)?;
     let name = named(target)?;
@@ -382,12 +408,12 @@ fn update(
     let create = target.resource.create_on_update;
     let resource = target.resource.storage();
     let (stored, created) = ctx.registry.update_mode(
-        resource,
+        target.resource,
         target.ns(),
         name,
         part(target),
         create,
-        dry_run,
+        (dry_run, writer),
         |current| {
             // A PUT's uid is a precondition of the storage write (a PATCH's is a change
             // that validation refuses).
@@ -414,11 +440,10 @@ fn update(
 fn patch_handler(
     ctx: &Context,
     target: &Target,
-    headers: &HeaderMap,
-    query: &Query,
+    (headers, query): (&HeaderMap, &Query),
     body: &[u8],
     view: View,
-    dry_run: bool,
+    (dry_run, writer): (bool, &Writer),
 ) -> Result<Response<Body>> {
     require_namespace(target)?;
     let name = named(target)?;
@@ -437,22 +462,34 @@ fn patch_handler(
         }
     }
     let resource = resources::ALL[target.resource.id];
+    let writer = match kind {
+        PatchType::Apply => writer.clone().applying(),
+        _ => writer.clone(),
+    };
+    let force = query.flag("force");
     let (stored, created) = ctx.registry.update_mode(
-        resource.storage(),
+        resource,
         target.ns(),
         name,
         part(target),
         kind == PatchType::Apply,
-        dry_run,
-        |current| {
+        (dry_run, &writer),
+        |live| {
             // Patches apply to the object in the shape the client addressed.
-            let current = match current {
+            let current = match live {
                 Some(cur) if resource.converted() => crate::events::to_v1(cur),
                 Some(cur) => cur.clone(),
                 None => json!({}),
             };
-            let patched = patch::apply(resource, kind, &current, &patch, name)?;
-            Ok(to_storage(resource, patched))
+            let patched = to_storage(
+                resource,
+                patch::apply(resource, kind, &current, &patch, name)?,
+            );
+            if kind != PatchType::Apply {
+                return Ok(patched);
+            }
+            crate::managed_fields::apply(resource, live, &patch, patched, &writer.manager, force)
+                .map_err(|conflicts| Error::apply_conflicts(&conflicts))
         },
     )?;
     Ok(object_response(

@@ -42,6 +42,7 @@ pub mod http;
 pub mod kubeconfig;
 pub mod kubelet_client;
 pub mod list;
+pub mod managed_fields;
 pub mod meta;
 pub mod node_lifecycle;
 pub mod openapi;

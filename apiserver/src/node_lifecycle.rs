@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::handlers::Context;
+use crate::managed_fields::{self, Writer};
 use crate::meta;
 use crate::registry::Registry;
 use crate::resources;
@@ -100,19 +101,29 @@ fn mark_unknown(node: &mut Value, now: &str) {
 pub fn check(registry: &Registry, grace: Duration, now: DateTime<Utc>) {
     let nodes = registry.store.txn(|t| t.list(&resources::NODES, None));
     let grace = chrono::Duration::from_std(grace).unwrap_or(chrono::Duration::seconds(40));
+    // The node lifecycle controller writes through the API: its fields are its own.
+    let controller = Writer::named(managed_fields::CONTROLLERS);
     for node in nodes {
         let name = node.name().to_string();
         let stale = last_renewal(registry, &node.value).is_none_or(|t| now - t > grace);
         let stamp = meta::time(now);
         // Conflicts with a concurrent writer are retried on the next pass.
         if stale {
-            let _ = registry.update(&resources::NODES, "", &name, Part::Status, false, |cur| {
-                let mut n = cur.cloned().unwrap_or_default();
-                mark_unknown(&mut n, &stamp);
-                Ok(n)
-            });
+            let _ = registry.update_mode(
+                &resources::NODES,
+                "",
+                &name,
+                Part::Status,
+                false,
+                (false, &controller),
+                |cur| {
+                    let mut n = cur.cloned().unwrap_or_default();
+                    mark_unknown(&mut n, &stamp);
+                    Ok(n)
+                },
+            );
             if !has_taint(&node.value) {
-                let _ = registry.update(&resources::NODES, "", &name, Part::Main, false, |cur| {
+                let _ = registry.update_mode(&resources::NODES, "", &name, Part::Main, false, (false, &controller), |cur| {
                     let mut n = cur.cloned().unwrap_or_default();
                     if !n.get("spec").is_some_and(Value::is_object) {
                         n["spec"] = json!({});
@@ -126,13 +137,23 @@ pub fn check(registry: &Registry, grace: Duration, now: DateTime<Utc>) {
                 });
             }
         } else if has_taint(&node.value) && ready(&node.value) {
-            let _ = registry.update(&resources::NODES, "", &name, Part::Main, false, |cur| {
-                let mut n = cur.cloned().unwrap_or_default();
-                if let Some(taints) = n.pointer_mut("/spec/taints").and_then(Value::as_array_mut) {
-                    taints.retain(|t| t["key"] != UNREACHABLE_TAINT);
-                }
-                Ok(n)
-            });
+            let _ = registry.update_mode(
+                &resources::NODES,
+                "",
+                &name,
+                Part::Main,
+                false,
+                (false, &controller),
+                |cur| {
+                    let mut n = cur.cloned().unwrap_or_default();
+                    if let Some(taints) =
+                        n.pointer_mut("/spec/taints").and_then(Value::as_array_mut)
+                    {
+                        taints.retain(|t| t["key"] != UNREACHABLE_TAINT);
+                    }
+                    Ok(n)
+                },
+            );
         }
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::deletion;
+use crate::managed_fields::{self, Writer};
 use crate::meta;
 use crate::resources::{self, Resource};
 use crate::status::{Error, Result};
@@ -120,7 +121,7 @@ impl Registry {
         namespace: &str,
         obj: Value,
     ) -> Result<Arc<Object>> {
-        self.create_mode(resource, namespace, obj, false)
+        self.create_mode(resource, namespace, obj, false, &Writer::storage())
     }
 
     /// [`Registry::create`], or with `dry_run` only what it would return. `resource` is
@@ -131,8 +132,9 @@ impl Registry {
         namespace: &str,
         obj: Value,
         dry_run: bool,
+        writer: &Writer,
     ) -> Result<Arc<Object>> {
-        let obj = strategy::prepare_for_create(resource, obj, namespace)?;
+        let obj = strategy::prepare_for_create(resource, obj, namespace, writer)?;
         let storage = resource.storage();
         self.store
             .txn_mode(dry_run, |t| self.create_in(t, storage, obj))
@@ -189,7 +191,7 @@ impl Registry {
                         .map(str::to_owned)
                 })
                 .collect();
-            crate::service::allocate_cluster_ip(&mut obj, &taken);
+            crate::service::allocate(&mut obj, &taken);
         }
         let created = t.put(resource, obj, EventType::Added)?;
         if std::ptr::eq(resource, &resources::NAMESPACES) {
@@ -201,10 +203,12 @@ impl Registry {
     /// What the service-account and root-CA controllers put in every new namespace.
     fn namespace_content(&self, t: &mut Txn<'_>, namespace: &str) -> Result<()> {
         let sa = json!({"metadata": {"name": "default"}});
-        let sa = strategy::prepare_for_create(&resources::SERVICEACCOUNTS, sa, namespace)?;
+        let controllers = Writer::named(managed_fields::CONTROLLERS);
+        let sa =
+            strategy::prepare_for_create(&resources::SERVICEACCOUNTS, sa, namespace, &controllers)?;
         t.put(&resources::SERVICEACCOUNTS, sa, EventType::Added)?;
         let cm = json!({"metadata": {"name": "kube-root-ca.crt"}, "data": {"ca.crt": self.ca_pem}});
-        let cm = strategy::prepare_for_create(&resources::CONFIGMAPS, cm, namespace)?;
+        let cm = strategy::prepare_for_create(&resources::CONFIGMAPS, cm, namespace, &controllers)?;
         t.put(&resources::CONFIGMAPS, cm, EventType::Added)?;
         Ok(())
     }
@@ -237,7 +241,15 @@ impl Registry {
         create: bool,
         next: impl FnOnce(Option<&Value>) -> Result<Value>,
     ) -> Result<(Arc<Object>, bool)> {
-        self.update_mode(resource, namespace, name, part, create, false, next)
+        self.update_mode(
+            resource,
+            namespace,
+            name,
+            part,
+            create,
+            (false, &Writer::storage()),
+            next,
+        )
     }
 
     /// [`Registry::update`], or with `dry_run` only what it would return.
@@ -249,9 +261,12 @@ impl Registry {
         name: &str,
         part: Part,
         create: bool,
-        dry_run: bool,
+        (dry_run, writer): (bool, &Writer),
         next: impl FnOnce(Option<&Value>) -> Result<Value>,
     ) -> Result<(Arc<Object>, bool)> {
+        // `resource` is the one the client addressed; its storage holds the object.
+        let requested = resource;
+        let resource = requested.storage();
         self.store.txn_mode(dry_run, |t| {
             let Some(current) = t.get(resource, namespace, name) else {
                 if !create || part == Part::Status {
@@ -264,7 +279,7 @@ impl Registry {
                 if meta::str_field(&obj, "name").is_empty() {
                     meta::set(&mut obj, "name", name);
                 }
-                let obj = strategy::prepare_for_create(resource, obj, namespace)?;
+                let obj = strategy::prepare_for_create(requested, obj, namespace, writer)?;
                 return Ok((self.create_in(t, resource, obj)?, true));
             };
             let new = next(Some(&current.value))?;
@@ -294,7 +309,7 @@ impl Registry {
                 }
                 _ => {}
             }
-            let mut out = strategy::prepare_for_update(resource, &current.value, new, part)?;
+            let mut out = strategy::prepare_for_update(requested, &current.value, new, part, writer)?;
             meta::set(&mut out, "resourceVersion", current.rv.to_string());
             if out == current.value {
                 // Upstream's GuaranteedUpdate writes nothing for a no-op update.
@@ -584,7 +599,7 @@ mod tests {
         let rv = r.store.rv();
         let cm = json!({"metadata": {"name": "c"}});
         let out = r
-            .create_mode(&CONFIGMAPS, "default", cm.clone(), true)
+            .create_mode(&CONFIGMAPS, "default", cm.clone(), true, &Writer::storage())
             .unwrap();
         assert!(out.value["metadata"]["uid"].is_string());
         assert!(out.value["metadata"].get("resourceVersion").is_none());
@@ -605,7 +620,7 @@ mod tests {
                 "c",
                 Part::Main,
                 false,
-                true,
+                (true, &Writer::storage()),
                 |cur| {
                     let mut v = cur.cloned().unwrap();
                     v["data"] = json!({"a": "b"});

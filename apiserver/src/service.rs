@@ -1,19 +1,25 @@
-//! Services as kube-apiserver stores them: `SetDefaults_Service`, the IP families its
-//! REST storage picks, and a cluster IP from the service range (`10.96.0.0/16`, what
-//! kubeadm and kind configure) for services that get one.
+//! Services as kube-apiserver stores them: `SetDefaults_Service`, then what its REST
+//! storage adds after the field manager has seen the object (so no manager owns it): a
+//! cluster IP from the service range (`10.96.0.0/16`, what kubeadm and kind configure)
+//! for services that get one, and the families of the service's IPs.
 
 use serde_json::{Map, Value, json};
 
-/// `SetDefaults_Service` and the families of the service's IPs.
+fn str_of(spec: &Map<String, Value>, key: &str) -> String {
+    spec.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+fn is_empty_list(v: Option<&Value>) -> bool {
+    v.is_none_or(|l| l.as_array().is_none_or(Vec::is_empty))
+}
+
+/// `SetDefaults_Service`.
 pub fn defaults(service: &mut Map<String, Value>) {
     let Some(spec) = service.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
-    };
-    let str_of = |spec: &Map<String, Value>, key: &str| {
-        spec.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
     };
     if str_of(spec, "sessionAffinity").is_empty() {
         spec.insert("sessionAffinity".into(), "None".into());
@@ -48,21 +54,34 @@ pub fn defaults(service: &mut Map<String, Value>) {
     {
         spec.insert("internalTrafficPolicy".into(), "Cluster".into());
     }
-    if kind == "ExternalName" {
+}
+
+/// A new service's cluster IPs (one no service in `taken` has) and their families.
+pub fn allocate(service: &mut Value, taken: &[String]) {
+    let Some(spec) = service.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if str_of(spec, "type") == "ExternalName" {
         return;
     }
+    if str_of(spec, "clusterIP").is_empty() {
+        use rand::Rng;
+        let mut rng = rand::rng();
+        // 10.96.0.1 is the `kubernetes` service's.
+        let ip = loop {
+            let n: u32 = rng.random_range(2..0xfffe);
+            let ip = format!("10.96.{}.{}", n >> 8, n & 0xff);
+            if !taken.contains(&ip) {
+                break ip;
+            }
+        };
+        spec.insert("clusterIP".into(), ip.into());
+    }
     let cluster_ip = str_of(spec, "clusterIP");
-    if !cluster_ip.is_empty()
-        && spec
-            .get("clusterIPs")
-            .is_none_or(|l| l.as_array().is_none_or(Vec::is_empty))
-    {
+    if is_empty_list(spec.get("clusterIPs")) {
         spec.insert("clusterIPs".into(), json!([cluster_ip]));
     }
-    if spec
-        .get("ipFamilies")
-        .is_none_or(|l| l.as_array().is_none_or(Vec::is_empty))
-    {
+    if is_empty_list(spec.get("ipFamilies")) {
         // A headless service without a selector stands for endpoints of any family.
         let selectorless = spec
             .get("selector")
@@ -79,52 +98,21 @@ pub fn defaults(service: &mut Map<String, Value>) {
     }
 }
 
-/// Gives a service that needs a cluster IP one that no service in `taken` has.
-pub fn allocate_cluster_ip(service: &mut Value, taken: &[String]) {
-    let Some(spec) = service.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let kind = spec
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("ClusterIP");
-    let unset = spec
-        .get("clusterIP")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .is_empty();
-    if kind == "ExternalName" || !unset {
-        return;
-    }
-    use rand::Rng;
-    let mut rng = rand::rng();
-    // 10.96.0.1 is the `kubernetes` service's.
-    let ip = loop {
-        let n: u32 = rng.random_range(2..0xfffe);
-        let ip = format!("10.96.{}.{}", n >> 8, n & 0xff);
-        if !taken.contains(&ip) {
-            break ip;
-        }
-    };
-    spec.insert("clusterIP".into(), ip.clone().into());
-    spec.insert("clusterIPs".into(), json!([ip]));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn defaulted(spec: Value) -> Value {
+    fn created(spec: Value) -> Value {
         let mut s = json!({"spec": spec});
         defaults(s.as_object_mut().unwrap());
+        allocate(&mut s, &[]);
         s["spec"].clone()
     }
 
     #[test]
-    fn headless_and_external_services() {
-        let h = defaulted(
-            json!({"clusterIP": "None", "selector": {"a": "b"}, "ports": [{"port": 80}]}),
-        );
+    fn headless_external_and_cluster_ip_services() {
+        let h =
+            created(json!({"clusterIP": "None", "selector": {"a": "b"}, "ports": [{"port": 80}]}));
         assert_eq!(h["type"], "ClusterIP");
         assert_eq!(
             h["ports"][0],
@@ -133,21 +121,16 @@ mod tests {
         assert_eq!(h["ipFamilies"], json!(["IPv4"]));
         assert_eq!(h["clusterIPs"], json!(["None"]));
         assert_eq!(
-            defaulted(json!({"clusterIP": "None"}))["ipFamilyPolicy"],
+            created(json!({"clusterIP": "None"}))["ipFamilyPolicy"],
             "RequireDualStack"
         );
-        let e = defaulted(json!({"type": "ExternalName", "externalName": "x.invalid"}));
+        let e = created(json!({"type": "ExternalName", "externalName": "x.invalid"}));
         assert_eq!(
             e,
             json!({"type": "ExternalName", "externalName": "x.invalid", "sessionAffinity": "None"})
         );
-        let mut s = json!({"spec": {"type": "ClusterIP"}});
-        allocate_cluster_ip(&mut s, &[]);
-        assert!(
-            s["spec"]["clusterIP"]
-                .as_str()
-                .unwrap()
-                .starts_with("10.96.")
-        );
+        let c = created(json!({"type": "ClusterIP"}));
+        assert!(c["clusterIP"].as_str().unwrap().starts_with("10.96."));
+        assert_eq!(c["clusterIPs"][0], c["clusterIP"]);
     }
 }

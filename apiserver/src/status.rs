@@ -56,6 +56,14 @@ pub enum Error {
         /// Why the operation could not be fulfilled.
         detail: String,
     },
+    /// 409 `Conflict` of a server-side apply: fields another manager owns would change.
+    #[error("{message}")]
+    ApplyConflict {
+        /// Upstream's message (`Apply failed with 1 conflict: conflict with "kubectl" using v1: .data.k`).
+        message: String,
+        /// (manager, field path) per conflict.
+        conflicts: Vec<(String, String)>,
+    },
     /// 409 `Conflict` on a subresource, e.g. binding a pod that is already bound
     /// (`pods/binding`).
     #[error("Operation cannot be fulfilled on {subresource} \"{name}\": {detail}")]
@@ -243,6 +251,35 @@ impl Error {
         }
     }
 
+    /// The 409 of an apply that would take fields from other managers: (manager, path)
+    /// pairs, said as structured-merge-diff says them.
+    pub fn apply_conflicts(conflicts: &[(String, String)]) -> Self {
+        let mut sorted = conflicts.to_vec();
+        sorted.sort();
+        let count = match sorted.len() {
+            1 => "1 conflict".to_owned(),
+            n => format!("{n} conflicts"),
+        };
+        let said = if sorted.len() == 1 {
+            format!("conflict with {}: {}", sorted[0].0, sorted[0].1)
+        } else {
+            let mut lines = Vec::new();
+            let mut managers: Vec<&String> = sorted.iter().map(|(m, _)| m).collect();
+            managers.dedup();
+            for manager in managers {
+                lines.push(format!("conflicts with {manager}:"));
+                for (_, path) in sorted.iter().filter(|(m, _)| m == manager) {
+                    lines.push(format!("- {path}"));
+                }
+            }
+            lines.join("\n")
+        };
+        Error::ApplyConflict {
+            message: format!("Apply failed with {count}: {said}"),
+            conflicts: sorted,
+        }
+    }
+
     /// A 409 that names the object by its resource (`pods`), as storage conflicts do.
     pub fn conflict(
         resource: &Resource,
@@ -271,6 +308,7 @@ impl Error {
             Error::NotFound { .. } | Error::NoResource | Error::PageNotFound => 404,
             Error::AlreadyExists { .. }
             | Error::Conflict { .. }
+            | Error::ApplyConflict { .. }
             | Error::SubresourceConflict { .. } => 409,
             Error::Invalid { .. } | Error::PatchRejected => 422,
             Error::Kubelet { code, .. } => *code,
@@ -292,7 +330,9 @@ impl Error {
             Error::BadRequest { .. } => "BadRequest",
             Error::NotFound { .. } | Error::NoResource | Error::PageNotFound => "NotFound",
             Error::AlreadyExists { .. } => "AlreadyExists",
-            Error::Conflict { .. } | Error::SubresourceConflict { .. } => "Conflict",
+            Error::Conflict { .. }
+            | Error::SubresourceConflict { .. }
+            | Error::ApplyConflict { .. } => "Conflict",
             Error::Invalid { .. } | Error::PatchRejected => "Invalid",
             Error::Kubelet { code, .. } => match code {
                 401 => "Unauthorized",
@@ -363,6 +403,21 @@ impl Error {
                                 field: Some(e.field.clone()),
                                 message: Some(e.body()),
                                 reason: Some(e.kind.reason().to_owned()),
+                            })
+                            .collect(),
+                    ),
+                    ..StatusDetails::default()
+                });
+            }
+            Error::ApplyConflict { conflicts, .. } => {
+                return Some(StatusDetails {
+                    causes: Some(
+                        conflicts
+                            .iter()
+                            .map(|(manager, path)| StatusCause {
+                                reason: Some("FieldManagerConflict".into()),
+                                message: Some(format!("conflict with {manager}")),
+                                field: Some(path.clone()),
                             })
                             .collect(),
                     ),

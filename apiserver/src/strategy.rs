@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::defaults;
+use crate::managed_fields::{self, Operation, Writer};
 use crate::meta;
 use crate::quantity::{self, Quantity};
 use crate::resources::{self, Resource};
@@ -160,7 +161,12 @@ fn ensure_namespace(resource: &Resource, obj: &mut Value, namespace: &str) -> Re
 
 /// Turns a create request body into the object to store: server-set metadata, defaults,
 /// validation. `namespace` is the URL's ("" for cluster-scoped).
-pub fn prepare_for_create(requested: &Resource, mut obj: Value, namespace: &str) -> Result<Value> {
+pub fn prepare_for_create(
+    requested: &Resource,
+    mut obj: Value,
+    namespace: &str,
+    writer: &Writer,
+) -> Result<Value> {
     // Objects of a converted resource (events.k8s.io/v1 events) arrive in their storage
     // shape; only validation needs to know which API they came through.
     let resource = requested.storage();
@@ -173,14 +179,18 @@ pub fn prepare_for_create(requested: &Resource, mut obj: Value, namespace: &str)
         meta::set(&mut obj, "name", name.clone());
     }
     let m = meta::metadata_mut(&mut obj);
-    for field in [
+    let fields = [
         "resourceVersion",
         "deletionTimestamp",
         "deletionGracePeriodSeconds",
-        "managedFields",
         "selfLink",
-    ] {
+    ];
+    for field in fields {
         m.remove(field);
+    }
+    // An apply that creates brings its ownership; any other create starts afresh.
+    if writer.operation != Operation::Apply {
+        m.remove("managedFields");
     }
     m.insert("uid".into(), meta::new_uid().into());
     m.insert("creationTimestamp".into(), meta::now().into());
@@ -188,16 +198,13 @@ pub fn prepare_for_create(requested: &Resource, mut obj: Value, namespace: &str)
     // PodTemplates and the apps/batch kinds do): a client's value is dropped as upstream drops it.
     meta::metadata_mut(&mut obj).remove("generation");
     defaults::apply(resource, &mut obj);
+    // The field manager sees the decoded request: defaults, no admission, no strategy.
+    managed_fields::update(requested, None, &mut obj, writer);
     if std::ptr::eq(resource, &resources::PODS) {
         pod_create(&mut obj)?;
     } else if std::ptr::eq(resource, &resources::NODES) {
         defaults::admit_node(&mut obj);
     } else if std::ptr::eq(resource, &resources::NAMESPACES) {
-        meta::metadata_mut(&mut obj)
-            .entry("labels")
-            .or_insert_with(|| json!({}))
-            .as_object_mut()
-            .map(|l| l.insert("kubernetes.io/metadata.name".into(), name.clone().into()));
         obj["spec"] = json!({"finalizers": ["kubernetes"]});
         obj["status"] = json!({"phase": "Active"});
     }
@@ -278,13 +285,19 @@ fn pod_create(pod: &mut Value) -> Result<()> {
 /// everything but status, server-owned metadata never changes, and `generation` bumps when
 /// `spec` changes.
 pub fn prepare_for_update(
-    resource: &Resource,
+    requested: &Resource,
     old: &Value,
     mut new: Value,
     part: Part,
+    writer: &Writer,
 ) -> Result<Value> {
+    let resource = requested.storage();
     ensure_type(resource, &mut new)?;
     defaults::apply(resource, &mut new);
+    let writer = writer
+        .clone()
+        .through((part == Part::Status).then_some("status"));
+    managed_fields::update(requested, Some(old), &mut new, &writer);
     let mut out = match part {
         // The status strategies of upstream's core kinds keep the spec as stored and
         // take everything else from the request, metadata included: labels, annotations
@@ -349,7 +362,6 @@ pub fn prepare_for_update(
             None => m.remove(field),
         };
     }
-    m.remove("managedFields");
     m.remove("selfLink");
     if std::ptr::eq(resource, &resources::PODS) && part == Part::Main {
         defaults::admit_pod_update(&mut out);
@@ -370,7 +382,7 @@ mod tests {
 
     #[test]
     fn pod_create_sets_server_fields_and_defaults() {
-        let p = prepare_for_create(&PODS, pod(), "ns").unwrap();
+        let p = prepare_for_create(&PODS, pod(), "ns", &Writer::storage()).unwrap();
         assert_eq!(p["metadata"]["namespace"], "ns");
         assert!(
             p["metadata"].get("generation").is_none(),
@@ -385,7 +397,7 @@ mod tests {
 
     fn qos(containers: Value) -> std::result::Result<(String, Value), u16> {
         let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": containers}});
-        let p = prepare_for_create(&PODS, pod, "ns").map_err(|e| e.code())?;
+        let p = prepare_for_create(&PODS, pod, "ns", &Writer::storage()).map_err(|e| e.code())?;
         let class = p["status"]["qosClass"]
             .as_str()
             .unwrap_or_default()
@@ -428,9 +440,15 @@ mod tests {
     #[test]
     fn generate_name_and_missing_name() {
         let cm = json!({"metadata": {"generateName": "x-"}});
-        let cm = prepare_for_create(&CONFIGMAPS, cm, "ns").unwrap();
+        let cm = prepare_for_create(&CONFIGMAPS, cm, "ns", &Writer::storage()).unwrap();
         assert!(meta::str_field(&cm, "name").starts_with("x-"));
-        let err = prepare_for_create(&CONFIGMAPS, json!({"metadata": {}}), "ns").unwrap_err();
+        let err = prepare_for_create(
+            &CONFIGMAPS,
+            json!({"metadata": {}}),
+            "ns",
+            &Writer::storage(),
+        )
+        .unwrap_err();
         assert_eq!(err.code(), 422);
     }
 
@@ -438,7 +456,7 @@ mod tests {
     fn namespace_mismatch_is_bad_request() {
         let cm = json!({"metadata": {"name": "a", "namespace": "other"}});
         assert_eq!(
-            prepare_for_create(&CONFIGMAPS, cm, "ns")
+            prepare_for_create(&CONFIGMAPS, cm, "ns", &Writer::storage())
                 .unwrap_err()
                 .code(),
             400
@@ -450,14 +468,15 @@ mod tests {
         let old = json!({"metadata": {"name": "n", "uid": "u", "generation": 1},
                          "spec": {"unschedulable": false}, "status": {"phase": "A"}});
         let new = json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}, "status": {"phase": "B"}});
-        let out = prepare_for_update(&NODES, &old, new.clone(), Part::Main).unwrap();
+        let out =
+            prepare_for_update(&NODES, &old, new.clone(), Part::Main, &Writer::storage()).unwrap();
         assert_eq!(out["status"]["phase"], "A");
         assert_eq!(
             out["metadata"]["generation"], 1,
             "nodes keep what they have"
         );
         assert_eq!(out["metadata"]["uid"], "u");
-        let out = prepare_for_update(&NODES, &old, new, Part::Status).unwrap();
+        let out = prepare_for_update(&NODES, &old, new, Part::Status, &Writer::storage()).unwrap();
         assert_eq!(out["status"]["phase"], "B");
         // The stored spec: `false` is a zero value its Go field leaves out.
         assert_eq!(out["spec"].get("unschedulable"), None);
@@ -466,13 +485,15 @@ mod tests {
 
     #[test]
     fn pod_spec_is_mostly_immutable() {
-        let old = prepare_for_create(&PODS, pod(), "ns").unwrap();
+        let old = prepare_for_create(&PODS, pod(), "ns", &Writer::storage()).unwrap();
         let mut new = old.clone();
         new["spec"]["containers"][0]["image"] = "busybox:2".into();
-        assert!(prepare_for_update(&PODS, &old, new.clone(), Part::Main).is_ok());
+        assert!(
+            prepare_for_update(&PODS, &old, new.clone(), Part::Main, &Writer::storage()).is_ok()
+        );
         new["spec"]["nodeName"] = "n1".into();
         assert_eq!(
-            prepare_for_update(&PODS, &old, new, Part::Main)
+            prepare_for_update(&PODS, &old, new, Part::Main, &Writer::storage())
                 .unwrap_err()
                 .code(),
             422

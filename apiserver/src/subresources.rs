@@ -94,6 +94,7 @@ pub fn token(
     target: &Target,
     headers: &HeaderMap,
     body: &[u8],
+    writer: &crate::managed_fields::Writer,
 ) -> Result<Response<Body>> {
     require_namespace(target)?;
     let name = named(target)?;
@@ -152,9 +153,15 @@ pub fn token(
         "spec": spec,
         "status": {"token": jwt, "expirationTimestamp": meta::time(expires)},
     });
-    crate::wire::encode_as(
-        crate::wire::schema::AUTHENTICATION_TOKEN_REQUEST,
-        &mut response,
-    );
+    // What the request set is the requester's (through the `token` subresource).
+    let schema = crate::wire::schema::AUTHENTICATION_TOKEN_REQUEST;
+    let mut asked = request.clone();
+    asked["spec"] = response["spec"].clone();
+    let writer = writer.clone().through(Some("token"));
+    crate::managed_fields::record_created(schema, "authentication.k8s.io/v1", &mut asked, &writer);
+    if let Some(fields) = asked.pointer("/metadata/managedFields") {
+        response["metadata"]["managedFields"] = fields.clone();
+    }
+    crate::wire::encode_as(schema, &mut response);
     Ok(h::json(201, &response))
 }

@@ -14,8 +14,8 @@
 //! - A list's `continue` token becomes `<continue>` (opaque to clients); a version quoted
 //!   in a message (`precondition (812)`) its symbol, or `<rv>` when the run never saw it.
 //! - The go-cmp diff upstream appends to a refused pod update becomes `<diff>`.
-//! - `managedFields` are removed: the double does not track field ownership (a known
-//!   divergence, `apiserver/README.md`).
+//! - `managedFields` entries are compared in a fixed order (upstream sorts them by a time
+//!   in seconds).
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -142,7 +142,18 @@ impl Symbols {
         }
         for (k, v) in meta {
             let v = match (k.as_str(), v) {
-                ("managedFields", _) => continue,
+                // Upstream orders entries by time, in seconds: two entries written in
+                // the same second or not change places. Compared in a fixed order.
+                ("managedFields", Value::Array(entries)) => {
+                    let mut entries: Vec<Value> =
+                        entries.iter().map(|e| self.value(e, false)).collect();
+                    let key = |e: &Value| {
+                        ["operation", "manager", "subresource", "apiVersion"]
+                            .map(|f| e.get(f).and_then(Value::as_str).unwrap_or("").to_owned())
+                    };
+                    entries.sort_by_key(key);
+                    Value::Array(entries)
+                }
                 ("resourceVersion", Value::String(rv)) if collection => {
                     Value::String(list_version(rv, object))
                 }
@@ -264,7 +275,9 @@ mod tests {
                 warnings: vec![],
                 body: json!({"kind": "Pod", "metadata": {"name": "p", "namespace": "fid-x1",
                     "uid": "0b7f6d2e-1111-4a4a-9b9b-0123456789ab", "resourceVersion": "812",
-                    "creationTimestamp": "2026-11-26T01:02:03Z", "managedFields": [{}]}}),
+                    "creationTimestamp": "2026-11-26T01:02:03Z", "managedFields": [
+                        {"manager": "b", "operation": "Update", "time": "2026-11-26T01:02:03Z"},
+                        {"manager": "a", "operation": "Update", "time": "2026-11-26T01:02:04Z"}]}}),
             },
             Record::Response {
                 status: 200,
@@ -280,7 +293,9 @@ mod tests {
         assert_eq!(
             body,
             &json!({"kind": "Pod", "metadata": {"name": "p", "namespace": "{ns}", "uid": "uid#1",
-                "resourceVersion": "rv#1", "creationTimestamp": "<time>"}})
+                "resourceVersion": "rv#1", "creationTimestamp": "<time>", "managedFields": [
+                    {"manager": "a", "operation": "Update", "time": "<time>"},
+                    {"manager": "b", "operation": "Update", "time": "<time>"}]}})
         );
         let Record::Response { body, .. } = &n[1] else {
             panic!()

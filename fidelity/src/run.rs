@@ -367,47 +367,46 @@ pub async fn run(
 
 /// The namespace and what kube-controller-manager would put in it (its `default`
 /// ServiceAccount, without which the ServiceAccount admission plugin refuses pods, and
-/// the `kube-root-ca.crt` ConfigMap): a recording runs against kube-apiserver alone.
+/// the `kube-root-ca.crt` ConfigMap): a recording runs against kube-apiserver alone. Both
+/// are made by the runner itself on every server (a server's own are deleted first), so
+/// that their content and managed fields are the same everywhere.
 async fn prepare_namespace(target: &Target, namespace: &str) {
     let json = [
         ("Content-Type", "application/json"),
         ("Accept", "application/json"),
     ];
-    let objects = [
+    let post = |path: String, body: Value| async move {
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        let _ = target.send(http::Method::POST, &path, &json, body).await;
+    };
+    post(
+        "/api/v1/namespaces".into(),
+        json!({"metadata": {"name": namespace}}),
+    )
+    .await;
+    for (resource, name, body) in [
         (
-            "/api/v1/namespaces".to_string(),
-            json!({"metadata": {"name": namespace}}),
-        ),
-        (
-            format!("/api/v1/namespaces/{namespace}/serviceaccounts"),
+            "serviceaccounts",
+            "default",
             json!({"metadata": {"name": "default"}}),
         ),
         (
-            format!("/api/v1/namespaces/{namespace}/configmaps"),
+            "configmaps",
+            "kube-root-ca.crt",
             json!({"metadata": {"name": "kube-root-ca.crt"}, "data": {"ca.crt": ""}}),
         ),
-    ];
-    for (path, body) in objects {
-        // 409 AlreadyExists where the server made it itself.
+    ] {
+        let path = format!("/api/v1/namespaces/{namespace}/{resource}");
         let _ = target
             .send(
-                http::Method::POST,
-                &path,
+                http::Method::DELETE,
+                &format!("{path}/{name}"),
                 &json,
-                serde_json::to_vec(&body).unwrap_or_default(),
+                Vec::new(),
             )
             .await;
+        post(path, body).await;
     }
-    // The same content on every server, whoever made it (the double's carries its CA).
-    let ca = json!({"metadata": {"name": "kube-root-ca.crt"}, "data": {"ca.crt": ""}});
-    let _ = target
-        .send(
-            http::Method::PUT,
-            &format!("/api/v1/namespaces/{namespace}/configmaps/kube-root-ca.crt"),
-            &json,
-            serde_json::to_vec(&ca).unwrap_or_default(),
-        )
-        .await;
 }
 
 fn uri(

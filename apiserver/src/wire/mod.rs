@@ -50,6 +50,18 @@ pub enum Ty {
     Struct(&'static [Field]),
 }
 
+/// How server-side apply and field ownership see a list (`+listType`, or the patch
+/// strategy where the type has no marker).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum List {
+    /// Replaced and owned whole.
+    Atomic,
+    /// A set of scalars, each owned on its own.
+    Set,
+    /// Items identified by these key fields, each owned on its own.
+    Map(&'static [&'static str]),
+}
+
 /// One field of a Go struct.
 #[derive(Debug)]
 pub struct Field {
@@ -63,6 +75,10 @@ pub struct Field {
     pub omitzero: bool,
     /// `inline`: the struct's fields are the enclosing object's.
     pub inline: bool,
+    /// For a slice: how its items are told apart.
+    pub list: List,
+    /// A map or struct owned whole (`+mapType=atomic`, `+structType=atomic`).
+    pub atomic: bool,
 }
 
 impl Field {
@@ -74,7 +90,27 @@ impl Field {
             omitempty: false,
             omitzero: false,
             inline: false,
+            list: List::Atomic,
+            atomic: false,
         }
+    }
+
+    /// A list of items with these key fields (`+listType=map`).
+    pub const fn list_map(mut self, keys: &'static [&'static str]) -> Self {
+        self.list = List::Map(keys);
+        self
+    }
+
+    /// A set of scalars (`+listType=set`).
+    pub const fn list_set(mut self) -> Self {
+        self.list = List::Set;
+        self
+    }
+
+    /// Owned whole (`+mapType=atomic`, `+structType=atomic`).
+    pub const fn atomic(mut self) -> Self {
+        self.atomic = true;
+        self
     }
 
     /// With `omitempty`.
@@ -99,6 +135,9 @@ impl Field {
 /// The Go type a resource's objects are stored as.
 pub fn root(resource: &Resource) -> Option<&'static [Field]> {
     use schema::*;
+    if resource.converted() {
+        return Some(EVENTS_EVENT);
+    }
     let id = resource.storage().id;
     let of = |r: &Resource| r.id == id;
     Some(if of(&resources::PODS) {
@@ -138,21 +177,42 @@ pub fn encode(resource: &Resource, object: &mut Value) {
     }
 }
 
-/// Rewrites `object` as the Go struct `fields` would encode it.
+/// Rewrites `object` as the Go struct `fields` would encode it once stored.
 pub fn encode_as(fields: &[Field], object: &mut Value) {
     if let Value::Object(map) = object {
-        *map = encode_struct(fields, Some(map));
+        *map = encode_struct(fields, Some(map), Form::Stored);
     }
 }
 
-fn encode_struct(fields: &[Field], object: Option<&Map<String, Value>>) -> Map<String, Value> {
+/// Rewrites `object` as the Go struct `fields` holds it just decoded, before storage: an
+/// empty list sent stays empty (storage makes it nil). The field manager compares this.
+pub fn decoded_as(fields: &[Field], object: &mut Value) {
+    if let Value::Object(map) = object {
+        *map = encode_struct(fields, Some(map), Form::Decoded);
+    }
+}
+
+/// Where the Go value is: just decoded from a request, or read back from storage.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Decoded,
+    Stored,
+}
+
+fn encode_struct(
+    fields: &[Field],
+    object: Option<&Map<String, Value>>,
+    form: Form,
+) -> Map<String, Value> {
     let mut out = Map::new();
     for field in fields {
         match (&field.ty, field.inline) {
-            (Ty::Struct(inner), true) => out.extend(encode_struct(inner, object)),
+            (Ty::Struct(inner), true) => out.extend(encode_struct(inner, object, form)),
             _ => {
                 let value = object.and_then(|o| o.get(field.name));
-                if let Some(v) = encode_value(&field.ty, value, field.omitempty, field.omitzero) {
+                if let Some(v) =
+                    encode_value(&field.ty, value, field.omitempty, field.omitzero, form)
+                {
                     out.insert(field.name.to_owned(), v);
                 }
             }
@@ -174,7 +234,13 @@ fn scalar(value: Option<&Value>, zero: Value, omit: bool) -> Option<Value> {
     (!(omit && is_zero)).then_some(v)
 }
 
-fn encode_value(ty: &Ty, value: Option<&Value>, omitempty: bool, omitzero: bool) -> Option<Value> {
+fn encode_value(
+    ty: &Ty,
+    value: Option<&Value>,
+    omitempty: bool,
+    omitzero: bool,
+    form: Form,
+) -> Option<Value> {
     let unset = matches!(value, None | Some(Value::Null));
     let omit = omitempty || omitzero;
     match ty {
@@ -208,29 +274,39 @@ fn encode_value(ty: &Ty, value: Option<&Value>, omitempty: bool, omitzero: bool)
         },
         Ty::Ptr(inner) => match value {
             None | Some(Value::Null) => (!omit).then_some(Value::Null),
-            Some(v) => Some(encode_value(inner, Some(v), false, false).unwrap_or(Value::Null)),
+            Some(v) => {
+                Some(encode_value(inner, Some(v), false, false, form).unwrap_or(Value::Null))
+            }
         },
         // An empty slice or map comes back from storage (protobuf) as nil: `null`.
         Ty::Slice(item) => match value {
             None | Some(Value::Null) => (!omit).then_some(Value::Null),
-            Some(Value::Array(items)) if items.is_empty() => (!omit).then_some(Value::Null),
+            Some(Value::Array(items)) if items.is_empty() => match (omit, form) {
+                (true, _) => None,
+                (false, Form::Stored) => Some(Value::Null),
+                (false, Form::Decoded) => Some(Value::Array(Vec::new())),
+            },
             Some(Value::Array(items)) => Some(Value::Array(
                 items
                     .iter()
-                    .map(|v| encode_value(item, Some(v), false, false).unwrap_or(Value::Null))
+                    .map(|v| encode_value(item, Some(v), false, false, form).unwrap_or(Value::Null))
                     .collect(),
             )),
             Some(v) => Some(v.clone()),
         },
         Ty::Map(item) => match value {
             None | Some(Value::Null) => (!omit).then_some(Value::Null),
-            Some(Value::Object(map)) if map.is_empty() => (!omit).then_some(Value::Null),
+            Some(Value::Object(map)) if map.is_empty() => match (omit, form) {
+                (true, _) => None,
+                (false, Form::Stored) => Some(Value::Null),
+                (false, Form::Decoded) => Some(Value::Object(Map::new())),
+            },
             Some(Value::Object(map)) => Some(Value::Object(
                 map.iter()
                     .map(|(k, v)| {
                         (
                             k.clone(),
-                            encode_value(item, Some(v), false, false).unwrap_or(Value::Null),
+                            encode_value(item, Some(v), false, false, form).unwrap_or(Value::Null),
                         )
                     })
                     .collect(),
@@ -239,10 +315,10 @@ fn encode_value(ty: &Ty, value: Option<&Value>, omitempty: bool, omitzero: bool)
         },
         Ty::Struct(fields) => match value {
             None | Some(Value::Null) => {
-                let zero = encode_struct(fields, None);
+                let zero = encode_struct(fields, None, form);
                 (!omitzero).then_some(Value::Object(zero))
             }
-            Some(Value::Object(map)) => Some(Value::Object(encode_struct(fields, Some(map)))),
+            Some(Value::Object(map)) => Some(Value::Object(encode_struct(fields, Some(map), form))),
             Some(v) => Some(v.clone()),
         },
     }

@@ -115,7 +115,8 @@ pub static CORE_CSI_VOLUME_SOURCE: &[Field] = &[
         "nodePublishSecretRef",
         Ty::Ptr(&Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)),
     )
-    .omitempty(),
+    .omitempty()
+    .atomic(),
 ];
 
 /// `core.Capabilities`
@@ -134,7 +135,8 @@ pub static CORE_CEPH_FS_VOLUME_SOURCE: &[Field] = &[
         "secretRef",
         Ty::Ptr(&Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)),
     )
-    .omitempty(),
+    .omitempty()
+    .atomic(),
     Field::new("readOnly", Ty::Bool).omitempty(),
 ];
 
@@ -147,7 +149,8 @@ pub static CORE_CINDER_VOLUME_SOURCE: &[Field] = &[
         "secretRef",
         Ty::Ptr(&Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)),
     )
-    .omitempty(),
+    .omitempty()
+    .atomic(),
 ];
 
 /// `core.ClientIPConfig`
@@ -158,7 +161,9 @@ pub static CORE_CLIENT_IP_CONFIG: &[Field] =
 pub static CORE_CLUSTER_TRUST_BUNDLE_PROJECTION: &[Field] = &[
     Field::new("name", Ty::Ptr(&Ty::Str)).omitempty(),
     Field::new("signerName", Ty::Ptr(&Ty::Str)).omitempty(),
-    Field::new("labelSelector", Ty::Ptr(&Ty::Struct(META_LABEL_SELECTOR))).omitempty(),
+    Field::new("labelSelector", Ty::Ptr(&Ty::Struct(META_LABEL_SELECTOR)))
+        .omitempty()
+        .atomic(),
     Field::new("optional", Ty::Ptr(&Ty::Bool)).omitempty(),
     Field::new("path", Ty::Str),
 ];
@@ -174,13 +179,17 @@ pub static CORE_CONFIG_MAP: &[Field] = &[
 
 /// `core.ConfigMapEnvSource`
 pub static CORE_CONFIG_MAP_ENV_SOURCE: &[Field] = &[
-    Field::new("", Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)).inline(),
+    Field::new("", Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE))
+        .inline()
+        .atomic(),
     Field::new("optional", Ty::Ptr(&Ty::Bool)).omitempty(),
 ];
 
 /// `core.ConfigMapKeySelector`
 pub static CORE_CONFIG_MAP_KEY_SELECTOR: &[Field] = &[
-    Field::new("", Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)).inline(),
+    Field::new("", Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE))
+        .inline()
+        .atomic(),
     Field::new("key", Ty::Str),
     Field::new("optional", Ty::Ptr(&Ty::Bool)).omitempty(),
 ];
@@ -196,14 +205,18 @@ pub static CORE_CONFIG_MAP_NODE_CONFIG_SOURCE: &[Field] = &[
 
 /// `core.ConfigMapProjection`
 pub static CORE_CONFIG_MAP_PROJECTION: &[Field] = &[
-    Field::new("", Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)).inline(),
+    Field::new("", Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE))
+        .inline()
+        .atomic(),
     Field::new("items", Ty::Slice(&Ty::Struct(CORE_KEY_TO_PATH))).omitempty(),
     Field::new("optional", Ty::Ptr(&Ty::Bool)).omitempty(),
 ];
 
 /// `core.ConfigMapVolumeSource`
 pub static CORE_CONFIG_MAP_VOLUME_SOURCE: &[Field] = &[
-    Field::new("", Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)).inline(),
+    Field::new("", Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE))
+        .inline()
+        .atomic(),
     Field::new("items", Ty::Slice(&Ty::Struct(CORE_KEY_TO_PATH))).omitempty(),
     Field::new("defaultMode", Ty::Ptr(&Ty::Int)).omitempty(),
     Field::new("optional", Ty::Ptr(&Ty::Bool)).omitempty(),
@@ -216,9 +229,13 @@ pub static CORE_CONTAINER: &[Field] = &[
     Field::new("command", Ty::Slice(&Ty::Str)).omitempty(),
     Field::new("args", Ty::Slice(&Ty::Str)).omitempty(),
     Field::new("workingDir", Ty::Str).omitempty(),
-    Field::new("ports", Ty::Slice(&Ty::Struct(CORE_CONTAINER_PORT))).omitempty(),
+    Field::new("ports", Ty::Slice(&Ty::Struct(CORE_CONTAINER_PORT)))
+        .omitempty()
+        .list_map(&["containerPort", "protocol"]),
     Field::new("envFrom", Ty::Slice(&Ty::Struct(CORE_ENV_FROM_SOURCE))).omitempty(),
-    Field::new("env", Ty::Slice(&Ty::Struct(CORE_ENV_VAR))).omitempty(),
+    Field::new("env", Ty::Slice(&Ty::Struct(CORE_ENV_VAR)))
+        .omitempty()
+        .list_map(&["name"]),
     Field::new("resources", Ty::Struct(CORE_RESOURCE_REQUIREMENTS)).omitempty(),
     Field::new(
         "resizePolicy",
@@ -231,8 +248,12 @@ pub static CORE_CONTAINER: &[Field] = &[
         Ty::Slice(&Ty::Struct(CORE_CONTAINER_RESTART_RULE)),
     )
     .omitempty(),
-    Field::new("volumeMounts", Ty::Slice(&Ty::Struct(CORE_VOLUME_MOUNT))).omitempty(),
-    Field::new("volumeDevices", Ty::Slice(&Ty::Struct(CORE_VOLUME_DEVICE))).omitempty(),
+    Field::new("volumeMounts", Ty::Slice(&Ty::Struct(CORE_VOLUME_MOUNT)))
+        .omitempty()
+        .list_map(&["mountPath"]),
+    Field::new("volumeDevices", Ty::Slice(&Ty::Struct(CORE_VOLUME_DEVICE)))
+        .omitempty()
+        .list_map(&["devicePath"]),
     Field::new("livenessProbe", Ty::Ptr(&Ty::Struct(CORE_PROBE))).omitempty(),
     Field::new("readinessProbe", Ty::Ptr(&Ty::Struct(CORE_PROBE))).omitempty(),
     Field::new("startupProbe", Ty::Ptr(&Ty::Struct(CORE_PROBE))).omitempty(),
@@ -291,7 +312,9 @@ pub static CORE_CONTAINER_RESTART_RULE: &[Field] = &[
 /// `core.ContainerRestartRuleOnExitCodes`
 pub static CORE_CONTAINER_RESTART_RULE_ON_EXIT_CODES: &[Field] = &[
     Field::new("operator", Ty::Str).omitempty(),
-    Field::new("values", Ty::Slice(&Ty::Int)).omitempty(),
+    Field::new("values", Ty::Slice(&Ty::Int))
+        .omitempty()
+        .list_set(),
 ];
 
 /// `core.ContainerState`
@@ -355,13 +378,15 @@ pub static CORE_CONTAINER_STATUS: &[Field] = &[
         "volumeMounts",
         Ty::Slice(&Ty::Struct(CORE_VOLUME_MOUNT_STATUS)),
     )
-    .omitempty(),
+    .omitempty()
+    .list_map(&["mountPath"]),
     Field::new("user", Ty::Ptr(&Ty::Struct(CORE_CONTAINER_USER))).omitempty(),
     Field::new(
         "allocatedResourcesStatus",
         Ty::Slice(&Ty::Struct(CORE_RESOURCE_STATUS)),
     )
-    .omitempty(),
+    .omitempty()
+    .list_map(&["name"]),
     Field::new("stopSignal", Ty::Ptr(&Ty::Str)).omitempty(),
 ];
 
@@ -382,12 +407,15 @@ pub static CORE_DOWNWARD_API_PROJECTION: &[Field] = &[Field::new(
 /// `core.DownwardAPIVolumeFile`
 pub static CORE_DOWNWARD_API_VOLUME_FILE: &[Field] = &[
     Field::new("path", Ty::Str),
-    Field::new("fieldRef", Ty::Ptr(&Ty::Struct(CORE_OBJECT_FIELD_SELECTOR))).omitempty(),
+    Field::new("fieldRef", Ty::Ptr(&Ty::Struct(CORE_OBJECT_FIELD_SELECTOR)))
+        .omitempty()
+        .atomic(),
     Field::new(
         "resourceFieldRef",
         Ty::Ptr(&Ty::Struct(CORE_RESOURCE_FIELD_SELECTOR)),
     )
-    .omitempty(),
+    .omitempty()
+    .atomic(),
     Field::new("mode", Ty::Ptr(&Ty::Int)).omitempty(),
 ];
 
@@ -427,23 +455,30 @@ pub static CORE_ENV_VAR: &[Field] = &[
 
 /// `core.EnvVarSource`
 pub static CORE_ENV_VAR_SOURCE: &[Field] = &[
-    Field::new("fieldRef", Ty::Ptr(&Ty::Struct(CORE_OBJECT_FIELD_SELECTOR))).omitempty(),
+    Field::new("fieldRef", Ty::Ptr(&Ty::Struct(CORE_OBJECT_FIELD_SELECTOR)))
+        .omitempty()
+        .atomic(),
     Field::new(
         "resourceFieldRef",
         Ty::Ptr(&Ty::Struct(CORE_RESOURCE_FIELD_SELECTOR)),
     )
-    .omitempty(),
+    .omitempty()
+    .atomic(),
     Field::new(
         "configMapKeyRef",
         Ty::Ptr(&Ty::Struct(CORE_CONFIG_MAP_KEY_SELECTOR)),
     )
-    .omitempty(),
+    .omitempty()
+    .atomic(),
     Field::new(
         "secretKeyRef",
         Ty::Ptr(&Ty::Struct(CORE_SECRET_KEY_SELECTOR)),
     )
-    .omitempty(),
-    Field::new("fileKeyRef", Ty::Ptr(&Ty::Struct(CORE_FILE_KEY_SELECTOR))).omitempty(),
+    .omitempty()
+    .atomic(),
+    Field::new("fileKeyRef", Ty::Ptr(&Ty::Struct(CORE_FILE_KEY_SELECTOR)))
+        .omitempty()
+        .atomic(),
 ];
 
 /// `core.EphemeralContainer`
@@ -459,9 +494,13 @@ pub static CORE_EPHEMERAL_CONTAINER_COMMON: &[Field] = &[
     Field::new("command", Ty::Slice(&Ty::Str)).omitempty(),
     Field::new("args", Ty::Slice(&Ty::Str)).omitempty(),
     Field::new("workingDir", Ty::Str).omitempty(),
-    Field::new("ports", Ty::Slice(&Ty::Struct(CORE_CONTAINER_PORT))).omitempty(),
+    Field::new("ports", Ty::Slice(&Ty::Struct(CORE_CONTAINER_PORT)))
+        .omitempty()
+        .list_map(&["containerPort", "protocol"]),
     Field::new("envFrom", Ty::Slice(&Ty::Struct(CORE_ENV_FROM_SOURCE))).omitempty(),
-    Field::new("env", Ty::Slice(&Ty::Struct(CORE_ENV_VAR))).omitempty(),
+    Field::new("env", Ty::Slice(&Ty::Struct(CORE_ENV_VAR)))
+        .omitempty()
+        .list_map(&["name"]),
     Field::new("resources", Ty::Struct(CORE_RESOURCE_REQUIREMENTS)).omitempty(),
     Field::new(
         "resizePolicy",
@@ -474,8 +513,12 @@ pub static CORE_EPHEMERAL_CONTAINER_COMMON: &[Field] = &[
         Ty::Slice(&Ty::Struct(CORE_CONTAINER_RESTART_RULE)),
     )
     .omitempty(),
-    Field::new("volumeMounts", Ty::Slice(&Ty::Struct(CORE_VOLUME_MOUNT))).omitempty(),
-    Field::new("volumeDevices", Ty::Slice(&Ty::Struct(CORE_VOLUME_DEVICE))).omitempty(),
+    Field::new("volumeMounts", Ty::Slice(&Ty::Struct(CORE_VOLUME_MOUNT)))
+        .omitempty()
+        .list_map(&["mountPath"]),
+    Field::new("volumeDevices", Ty::Slice(&Ty::Struct(CORE_VOLUME_DEVICE)))
+        .omitempty()
+        .list_map(&["devicePath"]),
     Field::new("livenessProbe", Ty::Ptr(&Ty::Struct(CORE_PROBE))).omitempty(),
     Field::new("readinessProbe", Ty::Ptr(&Ty::Struct(CORE_PROBE))).omitempty(),
     Field::new("startupProbe", Ty::Ptr(&Ty::Struct(CORE_PROBE))).omitempty(),
@@ -504,7 +547,7 @@ pub static CORE_EPHEMERAL_VOLUME_SOURCE: &[Field] = &[Field::new(
 pub static CORE_EVENT: &[Field] = &[
     Field::new("", Ty::Struct(META_TYPE_META)).inline(),
     Field::new("metadata", Ty::Struct(META_OBJECT_META)),
-    Field::new("involvedObject", Ty::Struct(CORE_OBJECT_REFERENCE)),
+    Field::new("involvedObject", Ty::Struct(CORE_OBJECT_REFERENCE)).atomic(),
     Field::new("reason", Ty::Str).omitempty(),
     Field::new("message", Ty::Str).omitempty(),
     Field::new("source", Ty::Struct(CORE_EVENT_SOURCE)).omitempty(),
@@ -515,7 +558,9 @@ pub static CORE_EVENT: &[Field] = &[
     Field::new("eventTime", Ty::MicroTime).omitempty(),
     Field::new("series", Ty::Ptr(&Ty::Struct(CORE_EVENT_SERIES))).omitempty(),
     Field::new("action", Ty::Str).omitempty(),
-    Field::new("related", Ty::Ptr(&Ty::Struct(CORE_OBJECT_REFERENCE))).omitempty(),
+    Field::new("related", Ty::Ptr(&Ty::Struct(CORE_OBJECT_REFERENCE)))
+        .omitempty()
+        .atomic(),
     Field::new("reportingComponent", Ty::Str),
     Field::new("reportingInstance", Ty::Str),
 ];
@@ -560,7 +605,8 @@ pub static CORE_FLEX_VOLUME_SOURCE: &[Field] = &[
         "secretRef",
         Ty::Ptr(&Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)),
     )
-    .omitempty(),
+    .omitempty()
+    .atomic(),
     Field::new("readOnly", Ty::Bool).omitempty(),
     Field::new("options", Ty::Map(&Ty::Str)).omitempty(),
 ];
@@ -642,7 +688,8 @@ pub static CORE_ISCSI_VOLUME_SOURCE: &[Field] = &[
         "secretRef",
         Ty::Ptr(&Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)),
     )
-    .omitempty(),
+    .omitempty()
+    .atomic(),
     Field::new("initiatorName", Ty::Ptr(&Ty::Str)).omitempty(),
 ];
 
@@ -737,7 +784,8 @@ pub static CORE_NAMESPACE_STATUS: &[Field] = &[
         "conditions",
         Ty::Slice(&Ty::Struct(CORE_NAMESPACE_CONDITION)),
     )
-    .omitempty(),
+    .omitempty()
+    .list_map(&["type"]),
 ];
 
 /// `core.Node`
@@ -758,7 +806,8 @@ pub static CORE_NODE_AFFINITY: &[Field] = &[
         "requiredDuringSchedulingIgnoredDuringExecution",
         Ty::Ptr(&Ty::Struct(CORE_NODE_SELECTOR)),
     )
-    .omitempty(),
+    .omitempty()
+    .atomic(),
     Field::new(
         "preferredDuringSchedulingIgnoredDuringExecution",
         Ty::Slice(&Ty::Struct(CORE_PREFERRED_SCHEDULING_TERM)),
@@ -769,7 +818,9 @@ pub static CORE_NODE_AFFINITY: &[Field] = &[
 /// `core.NodeAllocatableResourceClaimStatus`
 pub static CORE_NODE_ALLOCATABLE_RESOURCE_CLAIM_STATUS: &[Field] = &[
     Field::new("resourceClaimName", Ty::Str),
-    Field::new("containers", Ty::Slice(&Ty::Str)).omitempty(),
+    Field::new("containers", Ty::Slice(&Ty::Str))
+        .omitempty()
+        .list_set(),
     Field::new("resources", Ty::Map(&Ty::Quantity)),
 ];
 
@@ -856,7 +907,9 @@ pub static CORE_NODE_SELECTOR_TERM: &[Field] = &[
 /// `core.NodeSpec`
 pub static CORE_NODE_SPEC: &[Field] = &[
     Field::new("podCIDR", Ty::Str).omitempty(),
-    Field::new("podCIDRs", Ty::Slice(&Ty::Str)).omitempty(),
+    Field::new("podCIDRs", Ty::Slice(&Ty::Str))
+        .omitempty()
+        .list_set(),
     Field::new("providerID", Ty::Str).omitempty(),
     Field::new("unschedulable", Ty::Bool).omitempty(),
     Field::new("taints", Ty::Slice(&Ty::Struct(CORE_TAINT))).omitempty(),
@@ -873,8 +926,12 @@ pub static CORE_NODE_STATUS: &[Field] = &[
     Field::new("capacity", Ty::Map(&Ty::Quantity)).omitempty(),
     Field::new("allocatable", Ty::Map(&Ty::Quantity)).omitempty(),
     Field::new("phase", Ty::Str).omitempty(),
-    Field::new("conditions", Ty::Slice(&Ty::Struct(CORE_NODE_CONDITION))).omitempty(),
-    Field::new("addresses", Ty::Slice(&Ty::Struct(CORE_NODE_ADDRESS))).omitempty(),
+    Field::new("conditions", Ty::Slice(&Ty::Struct(CORE_NODE_CONDITION)))
+        .omitempty()
+        .list_map(&["type"]),
+    Field::new("addresses", Ty::Slice(&Ty::Struct(CORE_NODE_ADDRESS)))
+        .omitempty()
+        .list_map(&["type"]),
     Field::new("daemonEndpoints", Ty::Struct(CORE_NODE_DAEMON_ENDPOINTS)).omitempty(),
     Field::new("nodeInfo", Ty::Struct(CORE_NODE_SYSTEM_INFO)).omitempty(),
     Field::new("images", Ty::Slice(&Ty::Struct(CORE_CONTAINER_IMAGE))).omitempty(),
@@ -933,7 +990,9 @@ pub static CORE_OBJECT_REFERENCE: &[Field] = &[
 /// `core.PersistentVolumeClaimSpec`
 pub static CORE_PERSISTENT_VOLUME_CLAIM_SPEC: &[Field] = &[
     Field::new("accessModes", Ty::Slice(&Ty::Str)).omitempty(),
-    Field::new("selector", Ty::Ptr(&Ty::Struct(META_LABEL_SELECTOR))).omitempty(),
+    Field::new("selector", Ty::Ptr(&Ty::Struct(META_LABEL_SELECTOR)))
+        .omitempty()
+        .atomic(),
     Field::new("resources", Ty::Struct(CORE_VOLUME_RESOURCE_REQUIREMENTS)).omitempty(),
     Field::new("volumeName", Ty::Str).omitempty(),
     Field::new("storageClassName", Ty::Ptr(&Ty::Str)).omitempty(),
@@ -942,7 +1001,8 @@ pub static CORE_PERSISTENT_VOLUME_CLAIM_SPEC: &[Field] = &[
         "dataSource",
         Ty::Ptr(&Ty::Struct(CORE_TYPED_LOCAL_OBJECT_REFERENCE)),
     )
-    .omitempty(),
+    .omitempty()
+    .atomic(),
     Field::new(
         "dataSourceRef",
         Ty::Ptr(&Ty::Struct(CORE_TYPED_OBJECT_REFERENCE)),
@@ -993,14 +1053,17 @@ pub static CORE_POD_AFFINITY: &[Field] = &[
 
 /// `core.PodAffinityTerm`
 pub static CORE_POD_AFFINITY_TERM: &[Field] = &[
-    Field::new("labelSelector", Ty::Ptr(&Ty::Struct(META_LABEL_SELECTOR))).omitempty(),
+    Field::new("labelSelector", Ty::Ptr(&Ty::Struct(META_LABEL_SELECTOR)))
+        .omitempty()
+        .atomic(),
     Field::new("namespaces", Ty::Slice(&Ty::Str)).omitempty(),
     Field::new("topologyKey", Ty::Str),
     Field::new(
         "namespaceSelector",
         Ty::Ptr(&Ty::Struct(META_LABEL_SELECTOR)),
     )
-    .omitempty(),
+    .omitempty()
+    .atomic(),
     Field::new("matchLabelKeys", Ty::Slice(&Ty::Str)).omitempty(),
     Field::new("mismatchLabelKeys", Ty::Slice(&Ty::Str)).omitempty(),
 ];
@@ -1127,19 +1190,26 @@ pub static CORE_POD_SECURITY_CONTEXT: &[Field] = &[
 
 /// `core.PodSpec`
 pub static CORE_POD_SPEC: &[Field] = &[
-    Field::new("volumes", Ty::Slice(&Ty::Struct(CORE_VOLUME))).omitempty(),
-    Field::new("initContainers", Ty::Slice(&Ty::Struct(CORE_CONTAINER))).omitempty(),
-    Field::new("containers", Ty::Slice(&Ty::Struct(CORE_CONTAINER))),
+    Field::new("volumes", Ty::Slice(&Ty::Struct(CORE_VOLUME)))
+        .omitempty()
+        .list_map(&["name"]),
+    Field::new("initContainers", Ty::Slice(&Ty::Struct(CORE_CONTAINER)))
+        .omitempty()
+        .list_map(&["name"]),
+    Field::new("containers", Ty::Slice(&Ty::Struct(CORE_CONTAINER))).list_map(&["name"]),
     Field::new(
         "ephemeralContainers",
         Ty::Slice(&Ty::Struct(CORE_EPHEMERAL_CONTAINER)),
     )
-    .omitempty(),
+    .omitempty()
+    .list_map(&["name"]),
     Field::new("restartPolicy", Ty::Str).omitempty(),
     Field::new("terminationGracePeriodSeconds", Ty::Ptr(&Ty::Int)).omitempty(),
     Field::new("activeDeadlineSeconds", Ty::Ptr(&Ty::Int)).omitempty(),
     Field::new("dnsPolicy", Ty::Str).omitempty(),
-    Field::new("nodeSelector", Ty::Map(&Ty::Str)).omitempty(),
+    Field::new("nodeSelector", Ty::Map(&Ty::Str))
+        .omitempty()
+        .atomic(),
     Field::new("serviceAccountName", Ty::Str).omitempty(),
     Field::new("serviceAccount", Ty::Str).omitempty(),
     Field::new("automountServiceAccountToken", Ty::Ptr(&Ty::Bool)).omitempty(),
@@ -1157,13 +1227,17 @@ pub static CORE_POD_SPEC: &[Field] = &[
         "imagePullSecrets",
         Ty::Slice(&Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)),
     )
-    .omitempty(),
+    .omitempty()
+    .list_map(&["name"])
+    .atomic(),
     Field::new("hostname", Ty::Str).omitempty(),
     Field::new("subdomain", Ty::Str).omitempty(),
     Field::new("affinity", Ty::Ptr(&Ty::Struct(CORE_AFFINITY))).omitempty(),
     Field::new("schedulerName", Ty::Str).omitempty(),
     Field::new("tolerations", Ty::Slice(&Ty::Struct(CORE_TOLERATION))).omitempty(),
-    Field::new("hostAliases", Ty::Slice(&Ty::Struct(CORE_HOST_ALIAS))).omitempty(),
+    Field::new("hostAliases", Ty::Slice(&Ty::Struct(CORE_HOST_ALIAS)))
+        .omitempty()
+        .list_map(&["ip"]),
     Field::new("priorityClassName", Ty::Str).omitempty(),
     Field::new("priority", Ty::Ptr(&Ty::Int)).omitempty(),
     Field::new("dnsConfig", Ty::Ptr(&Ty::Struct(CORE_POD_DNS_CONFIG))).omitempty(),
@@ -1180,7 +1254,8 @@ pub static CORE_POD_SPEC: &[Field] = &[
         "topologySpreadConstraints",
         Ty::Slice(&Ty::Struct(CORE_TOPOLOGY_SPREAD_CONSTRAINT)),
     )
-    .omitempty(),
+    .omitempty()
+    .list_map(&["topologyKey", "whenUnsatisfiable"]),
     Field::new("setHostnameAsFQDN", Ty::Ptr(&Ty::Bool)).omitempty(),
     Field::new("os", Ty::Ptr(&Ty::Struct(CORE_POD_OS))).omitempty(),
     Field::new("hostUsers", Ty::Ptr(&Ty::Bool)).omitempty(),
@@ -1188,12 +1263,14 @@ pub static CORE_POD_SPEC: &[Field] = &[
         "schedulingGates",
         Ty::Slice(&Ty::Struct(CORE_POD_SCHEDULING_GATE)),
     )
-    .omitempty(),
+    .omitempty()
+    .list_map(&["name"]),
     Field::new(
         "resourceClaims",
         Ty::Slice(&Ty::Struct(CORE_POD_RESOURCE_CLAIM)),
     )
-    .omitempty(),
+    .omitempty()
+    .list_map(&["name"]),
     Field::new(
         "resources",
         Ty::Ptr(&Ty::Struct(CORE_RESOURCE_REQUIREMENTS)),
@@ -1211,14 +1288,18 @@ pub static CORE_POD_SPEC: &[Field] = &[
 pub static CORE_POD_STATUS: &[Field] = &[
     Field::new("observedGeneration", Ty::Int).omitempty(),
     Field::new("phase", Ty::Str).omitempty(),
-    Field::new("conditions", Ty::Slice(&Ty::Struct(CORE_POD_CONDITION))).omitempty(),
+    Field::new("conditions", Ty::Slice(&Ty::Struct(CORE_POD_CONDITION)))
+        .omitempty()
+        .list_map(&["type"]),
     Field::new("message", Ty::Str).omitempty(),
     Field::new("reason", Ty::Str).omitempty(),
     Field::new("nominatedNodeName", Ty::Str).omitempty(),
     Field::new("hostIP", Ty::Str).omitempty(),
     Field::new("hostIPs", Ty::Slice(&Ty::Struct(CORE_HOST_IP))).omitempty(),
     Field::new("podIP", Ty::Str).omitempty(),
-    Field::new("podIPs", Ty::Slice(&Ty::Struct(CORE_POD_IP))).omitempty(),
+    Field::new("podIPs", Ty::Slice(&Ty::Struct(CORE_POD_IP)))
+        .omitempty()
+        .list_map(&["ip"]),
     Field::new("startTime", Ty::Ptr(&Ty::Time)).omitempty(),
     Field::new(
         "initContainerStatuses",
@@ -1241,7 +1322,8 @@ pub static CORE_POD_STATUS: &[Field] = &[
         "resourceClaimStatuses",
         Ty::Slice(&Ty::Struct(CORE_POD_RESOURCE_CLAIM_STATUS)),
     )
-    .omitempty(),
+    .omitempty()
+    .list_map(&["name"]),
     Field::new(
         "extendedResourceClaimStatus",
         Ty::Ptr(&Ty::Struct(CORE_POD_EXTENDED_RESOURCE_CLAIM_STATUS)),
@@ -1277,7 +1359,7 @@ pub static CORE_PORTWORX_VOLUME_SOURCE: &[Field] = &[
 /// `core.PreferredSchedulingTerm`
 pub static CORE_PREFERRED_SCHEDULING_TERM: &[Field] = &[
     Field::new("weight", Ty::Int),
-    Field::new("preference", Ty::Struct(CORE_NODE_SELECTOR_TERM)),
+    Field::new("preference", Ty::Struct(CORE_NODE_SELECTOR_TERM)).atomic(),
 ];
 
 /// `core.Probe`
@@ -1327,7 +1409,8 @@ pub static CORE_RBD_VOLUME_SOURCE: &[Field] = &[
         "secretRef",
         Ty::Ptr(&Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)),
     )
-    .omitempty(),
+    .omitempty()
+    .atomic(),
     Field::new("readOnly", Ty::Bool).omitempty(),
 ];
 
@@ -1355,13 +1438,17 @@ pub static CORE_RESOURCE_HEALTH: &[Field] = &[
 pub static CORE_RESOURCE_REQUIREMENTS: &[Field] = &[
     Field::new("limits", Ty::Map(&Ty::Quantity)).omitempty(),
     Field::new("requests", Ty::Map(&Ty::Quantity)).omitempty(),
-    Field::new("claims", Ty::Slice(&Ty::Struct(CORE_RESOURCE_CLAIM))).omitempty(),
+    Field::new("claims", Ty::Slice(&Ty::Struct(CORE_RESOURCE_CLAIM)))
+        .omitempty()
+        .list_map(&["name"]),
 ];
 
 /// `core.ResourceStatus`
 pub static CORE_RESOURCE_STATUS: &[Field] = &[
     Field::new("name", Ty::Str),
-    Field::new("resources", Ty::Slice(&Ty::Struct(CORE_RESOURCE_HEALTH))).omitempty(),
+    Field::new("resources", Ty::Slice(&Ty::Struct(CORE_RESOURCE_HEALTH)))
+        .omitempty()
+        .list_map(&["resourceID"]),
 ];
 
 /// `core.SELinuxOptions`
@@ -1379,7 +1466,8 @@ pub static CORE_SCALE_IO_VOLUME_SOURCE: &[Field] = &[
     Field::new(
         "secretRef",
         Ty::Ptr(&Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)),
-    ),
+    )
+    .atomic(),
     Field::new("sslEnabled", Ty::Bool).omitempty(),
     Field::new("protectionDomain", Ty::Str).omitempty(),
     Field::new("storagePool", Ty::Str).omitempty(),
@@ -1407,20 +1495,26 @@ pub static CORE_SECRET: &[Field] = &[
 
 /// `core.SecretEnvSource`
 pub static CORE_SECRET_ENV_SOURCE: &[Field] = &[
-    Field::new("", Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)).inline(),
+    Field::new("", Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE))
+        .inline()
+        .atomic(),
     Field::new("optional", Ty::Ptr(&Ty::Bool)).omitempty(),
 ];
 
 /// `core.SecretKeySelector`
 pub static CORE_SECRET_KEY_SELECTOR: &[Field] = &[
-    Field::new("", Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)).inline(),
+    Field::new("", Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE))
+        .inline()
+        .atomic(),
     Field::new("key", Ty::Str),
     Field::new("optional", Ty::Ptr(&Ty::Bool)).omitempty(),
 ];
 
 /// `core.SecretProjection`
 pub static CORE_SECRET_PROJECTION: &[Field] = &[
-    Field::new("", Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)).inline(),
+    Field::new("", Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE))
+        .inline()
+        .atomic(),
     Field::new("items", Ty::Slice(&Ty::Struct(CORE_KEY_TO_PATH))).omitempty(),
     Field::new("optional", Ty::Ptr(&Ty::Bool)).omitempty(),
 ];
@@ -1473,7 +1567,10 @@ pub static CORE_SERVICE: &[Field] = &[
 pub static CORE_SERVICE_ACCOUNT: &[Field] = &[
     Field::new("", Ty::Struct(META_TYPE_META)).inline(),
     Field::new("metadata", Ty::Struct(META_OBJECT_META)).omitempty(),
-    Field::new("secrets", Ty::Slice(&Ty::Struct(CORE_OBJECT_REFERENCE))).omitempty(),
+    Field::new("secrets", Ty::Slice(&Ty::Struct(CORE_OBJECT_REFERENCE)))
+        .omitempty()
+        .list_map(&["name"])
+        .atomic(),
     Field::new(
         "imagePullSecrets",
         Ty::Slice(&Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)),
@@ -1501,8 +1598,12 @@ pub static CORE_SERVICE_PORT: &[Field] = &[
 
 /// `core.ServiceSpec`
 pub static CORE_SERVICE_SPEC: &[Field] = &[
-    Field::new("ports", Ty::Slice(&Ty::Struct(CORE_SERVICE_PORT))).omitempty(),
-    Field::new("selector", Ty::Map(&Ty::Str)).omitempty(),
+    Field::new("ports", Ty::Slice(&Ty::Struct(CORE_SERVICE_PORT)))
+        .omitempty()
+        .list_map(&["port", "protocol"]),
+    Field::new("selector", Ty::Map(&Ty::Str))
+        .omitempty()
+        .atomic(),
     Field::new("clusterIP", Ty::Str).omitempty(),
     Field::new("clusterIPs", Ty::Slice(&Ty::Str)).omitempty(),
     Field::new("type", Ty::Str).omitempty(),
@@ -1530,7 +1631,9 @@ pub static CORE_SERVICE_SPEC: &[Field] = &[
 /// `core.ServiceStatus`
 pub static CORE_SERVICE_STATUS: &[Field] = &[
     Field::new("loadBalancer", Ty::Struct(CORE_LOAD_BALANCER_STATUS)).omitempty(),
-    Field::new("conditions", Ty::Slice(&Ty::Struct(META_CONDITION))).omitempty(),
+    Field::new("conditions", Ty::Slice(&Ty::Struct(META_CONDITION)))
+        .omitempty()
+        .list_map(&["type"]),
 ];
 
 /// `core.SessionAffinityConfig`
@@ -1550,7 +1653,8 @@ pub static CORE_STORAGE_OS_VOLUME_SOURCE: &[Field] = &[
         "secretRef",
         Ty::Ptr(&Ty::Struct(CORE_LOCAL_OBJECT_REFERENCE)),
     )
-    .omitempty(),
+    .omitempty()
+    .atomic(),
 ];
 
 /// `core.Sysctl`
@@ -1584,7 +1688,9 @@ pub static CORE_TOPOLOGY_SPREAD_CONSTRAINT: &[Field] = &[
     Field::new("maxSkew", Ty::Int),
     Field::new("topologyKey", Ty::Str),
     Field::new("whenUnsatisfiable", Ty::Str),
-    Field::new("labelSelector", Ty::Ptr(&Ty::Struct(META_LABEL_SELECTOR))).omitempty(),
+    Field::new("labelSelector", Ty::Ptr(&Ty::Struct(META_LABEL_SELECTOR)))
+        .omitempty()
+        .atomic(),
     Field::new("minDomains", Ty::Ptr(&Ty::Int)).omitempty(),
     Field::new("nodeAffinityPolicy", Ty::Ptr(&Ty::Str)).omitempty(),
     Field::new("nodeTaintsPolicy", Ty::Ptr(&Ty::Str)).omitempty(),
@@ -1808,8 +1914,12 @@ pub static EVENTS_EVENT: &[Field] = &[
     Field::new("reportingInstance", Ty::Str).omitempty(),
     Field::new("action", Ty::Str).omitempty(),
     Field::new("reason", Ty::Str).omitempty(),
-    Field::new("regarding", Ty::Struct(CORE_OBJECT_REFERENCE)).omitempty(),
-    Field::new("related", Ty::Ptr(&Ty::Struct(CORE_OBJECT_REFERENCE))).omitempty(),
+    Field::new("regarding", Ty::Struct(CORE_OBJECT_REFERENCE))
+        .omitempty()
+        .atomic(),
+    Field::new("related", Ty::Ptr(&Ty::Struct(CORE_OBJECT_REFERENCE)))
+        .omitempty()
+        .atomic(),
     Field::new("note", Ty::Str).omitempty(),
     Field::new("type", Ty::Str).omitempty(),
     Field::new("deprecatedSource", Ty::Struct(CORE_EVENT_SOURCE)).omitempty(),
@@ -1882,8 +1992,12 @@ pub static META_OBJECT_META: &[Field] = &[
         "ownerReferences",
         Ty::Slice(&Ty::Struct(META_OWNER_REFERENCE)),
     )
-    .omitempty(),
-    Field::new("finalizers", Ty::Slice(&Ty::Str)).omitempty(),
+    .omitempty()
+    .list_map(&["uid"])
+    .atomic(),
+    Field::new("finalizers", Ty::Slice(&Ty::Str))
+        .omitempty()
+        .list_set(),
     Field::new(
         "managedFields",
         Ty::Slice(&Ty::Struct(META_MANAGED_FIELDS_ENTRY)),
@@ -1921,7 +2035,9 @@ pub static NODE_RUNTIME_CLASS: &[Field] = &[
 
 /// `node.Scheduling`
 pub static NODE_SCHEDULING: &[Field] = &[
-    Field::new("nodeSelector", Ty::Map(&Ty::Str)).omitempty(),
+    Field::new("nodeSelector", Ty::Map(&Ty::Str))
+        .omitempty()
+        .atomic(),
     Field::new("tolerations", Ty::Slice(&Ty::Struct(CORE_TOLERATION))).omitempty(),
 ];
 
@@ -1936,7 +2052,9 @@ pub static STORAGE_CSI_DRIVER: &[Field] = &[
 pub static STORAGE_CSI_DRIVER_SPEC: &[Field] = &[
     Field::new("attachRequired", Ty::Ptr(&Ty::Bool)).omitempty(),
     Field::new("podInfoOnMount", Ty::Ptr(&Ty::Bool)).omitempty(),
-    Field::new("volumeLifecycleModes", Ty::Slice(&Ty::Str)).omitempty(),
+    Field::new("volumeLifecycleModes", Ty::Slice(&Ty::Str))
+        .omitempty()
+        .list_set(),
     Field::new("storageCapacity", Ty::Ptr(&Ty::Bool)).omitempty(),
     Field::new("fsGroupPolicy", Ty::Ptr(&Ty::Str)).omitempty(),
     Field::new(
@@ -1971,10 +2089,8 @@ pub static STORAGE_CSI_NODE_DRIVER: &[Field] = &[
 ];
 
 /// `storage.CSINodeSpec`
-pub static STORAGE_CSI_NODE_SPEC: &[Field] = &[Field::new(
-    "drivers",
-    Ty::Slice(&Ty::Struct(STORAGE_CSI_NODE_DRIVER)),
-)];
+pub static STORAGE_CSI_NODE_SPEC: &[Field] =
+    &[Field::new("drivers", Ty::Slice(&Ty::Struct(STORAGE_CSI_NODE_DRIVER))).list_map(&["name"])];
 
 /// `storage.TokenRequest`
 pub static STORAGE_TOKEN_REQUEST: &[Field] = &[
