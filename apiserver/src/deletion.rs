@@ -11,7 +11,185 @@
 
 use serde_json::Value;
 
+use crate::field;
 use crate::meta;
+use crate::request::Query;
+use crate::status::{Error, Result};
+
+/// The finalizer of an object whose dependents are orphaned before it goes.
+pub const ORPHAN_FINALIZER: &str = "orphan";
+/// The finalizer of an object whose dependents are deleted before it goes.
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+
+/// What a delete does to the object's dependents (`propagationPolicy`, or the older
+/// `orphanDependents`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// Dependents stay, without this owner (`orphan` finalizer until they are).
+    Orphan,
+    /// The owner goes now; the garbage collector deletes dependents later.
+    Background,
+    /// Dependents go first (`foregroundDeletion` finalizer until they are gone).
+    Foreground,
+}
+
+/// What a delete request asked for (`metav1.DeleteOptions`).
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    /// `gracePeriodSeconds`.
+    pub grace_period_seconds: Option<i64>,
+    /// `preconditions.uid`.
+    pub uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `dryRun=All`: report the outcome, change nothing.
+    pub dry_run: bool,
+    /// `propagationPolicy` (`orphanDependents` read as Orphan or Background).
+    pub propagation: Option<Propagation>,
+}
+
+/// A `DeleteOptions` as decoded, before `ValidateDeleteOptions`.
+#[derive(Debug, Default)]
+struct Decoded {
+    grace_period_seconds: Option<i64>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    dry_run: Vec<String>,
+    orphan_dependents: Option<bool>,
+    propagation_policy: Option<String>,
+}
+
+impl DeleteOptions {
+    /// Reads and validates a `DeleteOptions` body (any of its fields may be absent).
+    pub fn from_json(v: &Value) -> Result<Self> {
+        let string = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        Decoded {
+            grace_period_seconds: v.get("gracePeriodSeconds").and_then(Value::as_i64),
+            uid: string(v.pointer("/preconditions/uid")),
+            resource_version: string(v.pointer("/preconditions/resourceVersion")),
+            dry_run: v
+                .get("dryRun")
+                .and_then(Value::as_array)
+                .map(|d| d.iter().map(|x| x.as_str().unwrap_or_default().to_owned()))
+                .into_iter()
+                .flatten()
+                .collect(),
+            orphan_dependents: v.get("orphanDependents").and_then(Value::as_bool),
+            propagation_policy: string(v.get("propagationPolicy")),
+        }
+        .validate()
+    }
+
+    /// Reads and validates the options of a delete without a body, which kube-apiserver
+    /// takes from the query (a body's options replace the query's entirely).
+    pub fn from_query(query: &Query) -> Result<Self> {
+        // The query's booleans are true unless "0" or "false" (any case), as
+        // `Convert_Slice_string_To_Pointer_bool` reads them.
+        let orphan_dependents = query
+            .get("orphanDependents")
+            .map(|v| v != "0" && !v.eq_ignore_ascii_case("false"));
+        Decoded {
+            grace_period_seconds: query.int("gracePeriodSeconds")?,
+            dry_run: query.get("dryRun").map(str::to_owned).into_iter().collect(),
+            orphan_dependents,
+            propagation_policy: query.get("propagationPolicy").map(str::to_owned),
+            ..Decoded::default()
+        }
+        .validate()
+    }
+}
+
+impl Decoded {
+    /// `ValidateDeleteOptions`: every error at once, as a 422 of kind `DeleteOptions`.
+    fn validate(self) -> Result<DeleteOptions> {
+        let mut errors = Vec::new();
+        if let (Some(_), Some(policy)) = (self.orphan_dependents, &self.propagation_policy) {
+            errors.push(field::Error::invalid(
+                "propagationPolicy",
+                field::Value::str(policy),
+                "orphanDependents and deletionPropagation cannot be both set",
+            ));
+        }
+        let policy = match self.propagation_policy.as_deref() {
+            None => None,
+            Some("Orphan") => Some(Propagation::Orphan),
+            Some("Background") => Some(Propagation::Background),
+            Some("Foreground") => Some(Propagation::Foreground),
+            Some(other) => {
+                errors.push(field::Error::not_supported(
+                    "propagationPolicy",
+                    field::Value::str(other),
+                    &["Foreground", "Background", "Orphan", "nil"],
+                ));
+                None
+            }
+        };
+        let dry_run = match self.dry_run.as_slice() {
+            [] => false,
+            [all] if all == "All" => true,
+            other => {
+                errors.push(field::Error::not_supported(
+                    "dryRun",
+                    field::Value::strings(other),
+                    &["All"],
+                ));
+                false
+            }
+        };
+        if !errors.is_empty() {
+            return Err(Error::Invalid {
+                group: "meta.k8s.io",
+                kind: "DeleteOptions",
+                name: String::new(),
+                errors,
+            });
+        }
+        let orphan = self.orphan_dependents.map(|orphan| match orphan {
+            true => Propagation::Orphan,
+            false => Propagation::Background,
+        });
+        Ok(DeleteOptions {
+            grace_period_seconds: self.grace_period_seconds,
+            uid: self.uid,
+            resource_version: self.resource_version,
+            dry_run,
+            propagation: policy.or(orphan),
+        })
+    }
+}
+
+/// `deletionFinalizersForGarbageCollection`: the object's finalizers with `orphan` and
+/// `foregroundDeletion` as the request's policy wants them, else as the object's own first
+/// such finalizer says; `None` when the set stays the same. Kinds whose strategy does not
+/// support garbage collection (events) never get them.
+pub fn propagation_finalizers(
+    obj: &Value,
+    requested: Option<Propagation>,
+    supported: bool,
+) -> Option<Vec<String>> {
+    if !supported {
+        return None;
+    }
+    let current = meta::finalizers(obj);
+    let own = current.iter().find_map(|f| match f.as_str() {
+        ORPHAN_FINALIZER => Some(Propagation::Orphan),
+        FOREGROUND_FINALIZER => Some(Propagation::Foreground),
+        _ => None,
+    });
+    let policy = requested.or(own);
+    let mut wanted: Vec<String> = current
+        .iter()
+        .filter(|f| *f != ORPHAN_FINALIZER && *f != FOREGROUND_FINALIZER)
+        .cloned()
+        .collect();
+    match policy {
+        Some(Propagation::Orphan) => wanted.push(ORPHAN_FINALIZER.into()),
+        Some(Propagation::Foreground) => wanted.push(FOREGROUND_FINALIZER.into()),
+        Some(Propagation::Background) | None => {}
+    }
+    let set = |v: &[String]| v.iter().cloned().collect::<std::collections::BTreeSet<_>>();
+    (set(&wanted) != set(&current)).then_some(wanted)
+}
 
 /// What [`before_delete`] decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +334,59 @@ mod tests {
         assert_eq!(p["metadata"]["generation"], 2, "bumped once");
         // A deletion whose period is 0 already is not graceful any more.
         assert_eq!(before_delete(&mut p, true, Some(0)), Decision::Immediate);
+    }
+
+    #[test]
+    fn propagation_finalizers_follow_the_request_else_the_object() {
+        let held = |f: &[&str]| json!({"metadata": {"finalizers": f}});
+        let none = held(&[]);
+        assert_eq!(
+            propagation_finalizers(&none, Some(Propagation::Orphan), true),
+            Some(vec!["orphan".to_owned()])
+        );
+        assert_eq!(
+            propagation_finalizers(&none, Some(Propagation::Orphan), false),
+            None
+        );
+        assert_eq!(
+            propagation_finalizers(&none, Some(Propagation::Background), true),
+            None
+        );
+        assert_eq!(propagation_finalizers(&none, None, true), None);
+        let mine = held(&["example.com/x", "orphan"]);
+        assert_eq!(
+            propagation_finalizers(&mine, Some(Propagation::Foreground), true),
+            Some(vec![
+                "example.com/x".to_owned(),
+                "foregroundDeletion".to_owned()
+            ])
+        );
+        assert_eq!(propagation_finalizers(&mine, None, true), None, "unchanged");
+        // Both held: the first decides, the other goes.
+        let both = held(&["foregroundDeletion", "orphan"]);
+        assert_eq!(
+            propagation_finalizers(&both, None, true),
+            Some(vec!["foregroundDeletion".to_owned()])
+        );
+    }
+
+    #[test]
+    fn delete_options_are_validated_all_at_once() {
+        let err = DeleteOptions::from_json(&json!({
+            "propagationPolicy": "Sideways", "orphanDependents": true, "dryRun": ["Some"],
+        }))
+        .unwrap_err();
+        let Error::Invalid { kind, errors, .. } = err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(kind, "DeleteOptions");
+        assert_eq!(errors.len(), 3);
+        let orphan = DeleteOptions::from_json(&json!({"orphanDependents": false})).unwrap();
+        assert_eq!(orphan.propagation, Some(Propagation::Background));
+        let query = Query::parse(Some("orphanDependents=maybe&dryRun=All"));
+        let options = DeleteOptions::from_query(&query).unwrap();
+        assert_eq!(options.propagation, Some(Propagation::Orphan));
+        assert!(options.dry_run);
     }
 
     #[test]

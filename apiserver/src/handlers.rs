@@ -9,10 +9,11 @@ use http::{HeaderMap, Method, Request, Response, header};
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 
+use crate::deletion::DeleteOptions;
 use crate::http::{self as h, Body, BodyFormat};
 use crate::managed_fields::Writer;
 use crate::patch::{self, PatchType};
-use crate::registry::{DeleteOptions, Deleted, Registry};
+use crate::registry::{Deleted, Registry};
 use crate::request::{Query, Route, Target, route};
 use crate::resources::{self, Resource};
 use crate::selectors::{FieldSelector, LabelSelector, Selector};
@@ -73,7 +74,11 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
         h::header_str(&parts.headers, header::USER_AGENT),
     );
     let validation = validation::Directive::parse(query.get("fieldValidation"), options)?;
-    let dry_run = dry_run(query.get("dryRun").map(|v| vec![v.to_owned()]), options)?;
+    // A delete's options are its body's or its query's, read with the rest of them.
+    let dry_run = match parts.method {
+        Method::DELETE => false,
+        _ => dry_run(query.get("dryRun").map(|v| vec![v.to_owned()]), options)?,
+    };
     let headers = parts.headers;
     let view = View::from_accept(
         h::header_str(&headers, header::ACCEPT),
@@ -150,11 +155,11 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
         }
         (&Method::DELETE, true, None) => {
             let body = h::read_body(&headers, body).await?;
-            delete(ctx, &target, (&query, &headers), &body, dry_run)
+            delete(ctx, &target, (&query, &headers), &body)
         }
         (&Method::DELETE, false, None) => {
             let body = h::read_body(&headers, body).await?;
-            delete_collection(ctx, &target, (&query, &headers), &body, dry_run)
+            delete_collection(ctx, &target, (&query, &headers), &body)
         }
         (_, _, Some(s)) if !matches!(s, "status" | "eviction" | "binding" | "token" | "log") => {
             Err(Error::NoResource)
@@ -462,16 +467,18 @@ fn patch_handler(
         }
     }
     let resource = resources::ALL[target.resource.id];
+    let part = part(target);
     let writer = match kind {
         PatchType::Apply => writer.clone().applying(),
         _ => writer.clone(),
-    };
+    }
+    .through((part == Part::Status).then_some("status"));
     let force = query.flag("force");
     let (stored, created) = ctx.registry.update_mode(
         resource,
         target.ns(),
         name,
-        part(target),
+        part,
         kind == PatchType::Apply,
         (dry_run, &writer),
         |live| {
@@ -488,7 +495,7 @@ fn patch_handler(
             if kind != PatchType::Apply {
                 return Ok(patched);
             }
-            crate::managed_fields::apply(resource, live, &patch, patched, &writer.manager, force)
+            crate::managed_fields::apply(resource, live, &patch, patched, &writer, force)
                 .map_err(|conflicts| Error::apply_conflicts(&conflicts))
         },
     )?;
@@ -500,28 +507,21 @@ fn patch_handler(
     ))
 }
 
+/// The options of a delete: its body's, else its query's (kube-apiserver reads one or the
+/// other, never both).
 fn delete_options(query: &Query, headers: &HeaderMap, body: &[u8]) -> Result<DeleteOptions> {
-    let mut options = if body.iter().all(u8::is_ascii_whitespace) {
-        DeleteOptions::default()
+    if body.iter().all(u8::is_ascii_whitespace) {
+        DeleteOptions::from_query(query)
     } else {
-        let value = BodyFormat::from_headers(headers)?.parse(body)?;
-        let values = value.get("dryRun").and_then(Value::as_array).map(|d| {
-            d.iter()
-                .map(|v| v.as_str().unwrap_or_default().to_owned())
-                .collect()
-        });
-        dry_run(values, "DeleteOptions")?;
-        DeleteOptions::from_json(&value)
-    };
-    if let Some(g) = query.int("gracePeriodSeconds")? {
-        options.grace_period_seconds.get_or_insert(g);
+        DeleteOptions::from_json(&BodyFormat::from_headers(headers)?.parse(body)?)
     }
-    Ok(options)
 }
 
 fn deleted_response(resource: &'static Resource, outcome: Deleted) -> Response<Body> {
     match outcome {
-        Deleted::Pending(obj) => h::bytes(200, h::JSON, View::Json.object(resource, &obj)),
+        Deleted::Pending(obj) | Deleted::DryRun(obj) => {
+            h::bytes(200, h::JSON, View::Json.object(resource, &obj))
+        }
         Deleted::Gone(obj) => {
             // Upstream returns the deleted object for the kinds whose registry sets
             // `ReturnDeletedObject` and a Success Status for the rest.
@@ -540,11 +540,9 @@ fn delete(
     target: &Target,
     (query, headers): (&Query, &HeaderMap),
     body: &[u8],
-    dry_run: bool,
 ) -> Result<Response<Body>> {
     require_namespace(target)?;
-    let mut options = delete_options(query, headers, body)?;
-    options.dry_run |= dry_run;
+    let options = delete_options(query, headers, body)?;
     let outcome = ctx.registry.delete(
         target.resource.storage(),
         target.ns(),
@@ -559,12 +557,10 @@ fn delete_collection(
     target: &Target,
     (query, headers): (&Query, &HeaderMap),
     body: &[u8],
-    dry_run: bool,
 ) -> Result<Response<Body>> {
     let resource = target.resource;
     let selector = selector(resource, query)?;
-    let mut options = delete_options(query, headers, body)?;
-    options.dry_run |= dry_run;
+    let options = delete_options(query, headers, body)?;
     let objects = ctx
         .registry
         .store

@@ -36,6 +36,7 @@ pub mod deletion;
 pub mod discovery;
 pub mod events;
 pub mod field;
+pub mod garbage_collector;
 pub mod go_json;
 pub mod handlers;
 pub mod http;

@@ -41,6 +41,10 @@ struct Cli {
     /// Bind pods created without `nodeName` to this node (a minimal one-node scheduler).
     #[arg(long, value_name = "NODE")]
     bind_unscheduled_pods_to: Option<String>,
+    /// Play kube-controller-manager's garbage collector for Orphan and Foreground deletions
+    /// (off: their finalizers stay, as on a kube-apiserver without controllers).
+    #[arg(long)]
+    garbage_collector: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -86,6 +90,7 @@ async fn main() -> Result<()> {
         .tls(cli.tls)
         .token(cli.token)
         .node_lifecycle(cli.node_lifecycle_grace)
+        .garbage_collector(cli.garbage_collector)
         .kubelet_preferred_address_types(cli.kubelet_preferred_address_types)
         .start()
         .await

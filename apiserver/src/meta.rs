@@ -39,6 +39,19 @@ pub fn has_finalizers(obj: &Value) -> bool {
         .is_some_and(|f| !f.is_empty())
 }
 
+/// `metadata.finalizers` (non-strings skipped).
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|f| {
+            f.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A string at a dotted path (`spec.nodeName`); booleans and numbers are printed, missing is `""`.
 pub fn path_string(obj: &Value, path: &str) -> String {
     let mut cur = obj;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::deletion;
+use crate::deletion::{self, DeleteOptions};
 use crate::managed_fields::{self, Writer};
 use crate::meta;
 use crate::resources::{self, Resource};
@@ -22,40 +22,6 @@ pub const INITIAL_NAMESPACES: [&str; 4] =
 /// Namespaces that can never be deleted.
 pub const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
 
-/// What a delete request asked for (`metav1.DeleteOptions`).
-#[derive(Debug, Clone, Default)]
-pub struct DeleteOptions {
-    /// `gracePeriodSeconds`.
-    pub grace_period_seconds: Option<i64>,
-    /// `preconditions.uid`.
-    pub uid: Option<String>,
-    /// `preconditions.resourceVersion`.
-    pub resource_version: Option<String>,
-    /// `dryRun=All`: report the outcome, change nothing.
-    pub dry_run: bool,
-}
-
-impl DeleteOptions {
-    /// Reads a `DeleteOptions` body (any of its fields may be absent).
-    pub fn from_json(v: &Value) -> Self {
-        DeleteOptions {
-            grace_period_seconds: v.get("gracePeriodSeconds").and_then(Value::as_i64),
-            uid: v
-                .pointer("/preconditions/uid")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            resource_version: v
-                .pointer("/preconditions/resourceVersion")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            dry_run: v
-                .get("dryRun")
-                .and_then(Value::as_array)
-                .is_some_and(|d| d.iter().any(|x| x == "All")),
-        }
-    }
-}
-
 /// The outcome of a delete.
 #[derive(Debug)]
 pub enum Deleted {
@@ -63,6 +29,9 @@ pub enum Deleted {
     Gone(Arc<Object>),
     /// The object stays (graceful deletion or finalizers) with `deletionTimestamp` set.
     Pending(Arc<Object>),
+    /// A dry run of a delete that would have gone through an update first: kube-apiserver
+    /// answers that update's result, whatever the kind, instead of the stored object.
+    DryRun(Arc<Object>),
 }
 
 /// The store plus the cluster facts the registry needs.
@@ -386,13 +355,30 @@ impl Registry {
         }
         let mut obj = current.value.clone();
         let graceful = std::ptr::eq(resource, &resources::PODS);
-        match deletion::before_delete(&mut obj, graceful, options.grace_period_seconds) {
+        let decision = deletion::before_delete(&mut obj, graceful, options.grace_period_seconds);
+        // Whether upstream goes through `updateForGracefulDeletionAndFinalizers`, whose
+        // dry-run result is the answer even when the object would be deleted.
+        let mut updated = matches!(decision, deletion::Decision::Graceful(_))
+            || meta::has_finalizers(&current.value);
+        if decision != deletion::Decision::Pending {
+            // Finalizers cannot change once a graceful deletion is under way.
+            let collected = !std::ptr::eq(resource, &resources::EVENTS);
+            if let Some(f) = deletion::propagation_finalizers(&obj, options.propagation, collected)
+            {
+                obj["metadata"]["finalizers"] = json!(f);
+                updated = true;
+            }
+        }
+        match decision {
             deletion::Decision::Pending => return Ok(Deleted::Pending(current)),
             deletion::Decision::Graceful(period) => {
                 let held = period > 0 || meta::has_finalizers(&obj);
                 let marked = t.put(resource, obj, EventType::Modified)?;
                 if held {
                     return Ok(Deleted::Pending(marked));
+                }
+                if options.dry_run {
+                    return Ok(Deleted::DryRun(marked));
                 }
             }
             deletion::Decision::Immediate if meta::has_finalizers(&obj) => {
@@ -405,6 +391,16 @@ impl Registry {
                     obj,
                     EventType::Modified,
                 )?));
+            }
+            deletion::Decision::Immediate if updated && options.dry_run => {
+                // The aborted update (`errDeleteNow`) leaves its result empty, and a dry
+                // run answers that: an object of the kind with nothing set.
+                let mut empty =
+                    json!({"kind": resource.kind, "apiVersion": resource.api_version()});
+                crate::wire::encode(resource, &mut empty);
+                // Go's zero ObjectMeta as 1.28 encodes it (1.36's `omitzero` drops it).
+                meta::set(&mut empty, "creationTimestamp", Value::Null);
+                return Ok(Deleted::DryRun(Object::new(empty, 0)?));
             }
             deletion::Decision::Immediate => {}
         }

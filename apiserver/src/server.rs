@@ -16,7 +16,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::handlers::{self, Context};
 use crate::registry::Registry;
-use crate::{kubeconfig, node_lifecycle, scheduler, tls};
+use crate::{garbage_collector, kubeconfig, node_lifecycle, scheduler, tls};
 
 /// Errors starting or using the server handle.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +70,7 @@ pub struct Builder {
     bookmark_interval: Duration,
     kubelet_address_types: Vec<String>,
     scheduler_node: Option<String>,
+    garbage_collector: bool,
 }
 
 impl Default for Builder {
@@ -85,6 +86,7 @@ impl Default for Builder {
                 .map(String::from)
                 .to_vec(),
             scheduler_node: None,
+            garbage_collector: false,
         }
     }
 }
@@ -137,6 +139,15 @@ impl Builder {
         self
     }
 
+    /// Play kube-controller-manager's garbage collector for deletions that wait for it:
+    /// orphan or delete an owner's dependents, then remove its `orphan` or
+    /// `foregroundDeletion` finalizer (see [`crate::garbage_collector`]). Off by default, as
+    /// on a kube-apiserver without controllers, where such objects stay.
+    pub fn garbage_collector(mut self, on: bool) -> Self {
+        self.garbage_collector = on;
+        self
+    }
+
     /// How often an idle watch with `allowWatchBookmarks` gets a `BOOKMARK` (default 10 s).
     pub fn bookmark_interval(mut self, interval: Duration) -> Self {
         self.bookmark_interval = interval.max(Duration::from_millis(10));
@@ -181,6 +192,7 @@ impl Builder {
             .map_err(Error::Thread)?;
         let (server_ctx, stop_rx, grace) = (ctx.clone(), stop.subscribe(), self.node_lifecycle);
         let scheduler_node = self.scheduler_node.clone();
+        let garbage_collector = self.garbage_collector;
         let thread = std::thread::Builder::new()
             .name("nodeconform-apiserver".into())
             .spawn(move || {
@@ -201,8 +213,11 @@ impl Builder {
                     let scheduler = scheduler_node.map(|node| {
                         tokio::spawn(scheduler::run(server_ctx.clone(), node, stop_rx.clone()))
                     });
+                    let collector = garbage_collector.then(|| {
+                        tokio::spawn(garbage_collector::run(server_ctx.clone(), stop_rx.clone()))
+                    });
                     accept_loop(listener, acceptor, server_ctx, stop_rx).await;
-                    for task in [lifecycle, scheduler].into_iter().flatten() {
+                    for task in [lifecycle, scheduler, collector].into_iter().flatten() {
                         let _ = task.await;
                     }
                 })

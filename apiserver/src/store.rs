@@ -189,6 +189,11 @@ impl Store {
         f(&mut txn)
     }
 
+    /// Every change from now on, to any resource (controllers follow the whole store).
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.events.subscribe()
+    }
+
     /// Starts a watch on `resource`: the initial events and a live subscription, taken atomically.
     pub fn watch(&self, resource: &Resource, start: WatchStart) -> Result<Subscription> {
         let state = self.state.lock();

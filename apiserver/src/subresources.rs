@@ -6,10 +6,10 @@ use base64::Engine;
 use http::{HeaderMap, Response};
 use serde_json::{Value, json};
 
+use crate::deletion::DeleteOptions;
 use crate::handlers::{Context, named, require_namespace};
 use crate::http::{self as h, Body, BodyFormat};
 use crate::meta;
-use crate::registry::DeleteOptions;
 use crate::request::Target;
 use crate::resources;
 use crate::status::{Error, Result};
@@ -33,6 +33,7 @@ pub fn evict(
     let options = eviction
         .get("deleteOptions")
         .map(DeleteOptions::from_json)
+        .transpose()?
         .unwrap_or_default();
     if !options.dry_run {
         // `addConditionAndDeletePod` (PodDisruptionConditions): the pod learns why it goes.

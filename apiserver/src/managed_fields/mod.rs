@@ -220,8 +220,11 @@ pub fn write(obj: &mut Value, mut entries: Vec<Entry>) {
         .iter()
         .map(|e| {
             let mut v = json!({"manager": e.manager, "operation": e.operation.as_str(),
-                "apiVersion": e.api_version, "time": e.time, "fieldsType": "FieldsV1",
+                "apiVersion": e.api_version, "fieldsType": "FieldsV1",
                 "fieldsV1": e.fields.to_fields_v1()});
+            if !e.time.is_empty() {
+                v["time"] = e.time.clone().into();
+            }
             if let Some(sub) = &e.subresource {
                 v["subresource"] = sub.clone().into();
             }
@@ -359,8 +362,9 @@ pub fn update(resource: &Resource, old: Option<&Value>, new: &mut Value, writer:
         return;
     }
     // A client that sends managedFields sets them (`[]` clears them); else they stay.
+    // Through a subresource the stored ones always stay (`decodeLiveOrNew`).
     let mut entries = match new.pointer("/metadata/managedFields") {
-        Some(Value::Array(_)) if old.is_some() => read(new),
+        Some(Value::Array(_)) if old.is_some() && writer.subresource.is_none() => read(new),
         _ => old.map(read).unwrap_or_default(),
     };
     let Some(c) = changes(resource, before, new, writer) else {
@@ -380,11 +384,9 @@ pub fn update(resource: &Resource, old: Option<&Value>, new: &mut Value, writer:
             .find(|e| e.same_owner(&writer.manager, Operation::Update, sub))
         {
             Some(e) => {
-                let before = e.fields.clone();
+                // The write changed the object: its manager's time is now.
                 e.fields.union(&c.changed);
-                if e.fields != before {
-                    e.time = now();
-                }
+                e.time = now();
             }
             None => entries.push(Entry {
                 manager: writer.manager.clone(),
@@ -434,16 +436,16 @@ pub fn record_created(
 /// Conflicts of an apply: (the other entry's description, the path).
 pub type Conflicts = Vec<(String, String)>;
 
-/// Server-side apply of `config` by `manager` onto `live` (`None`: created by the apply),
-/// `merged` being live and config merged. Removes what the manager no longer applies
-/// (unless another manager owns it), refuses to change another manager's fields unless
-/// `force`, and records the ownership. Returns the object to store.
+/// Server-side apply of `config` by `writer` (through its subresource) onto `live`
+/// (`None`: created by the apply), `merged` being live and config merged. Removes what the
+/// manager no longer applies (unless another manager owns it), refuses to change another
+/// manager's fields unless `force`, and records the ownership. Returns the object to store.
 pub fn apply(
     resource: &Resource,
     live: Option<&Value>,
     config: &Value,
     mut merged: Value,
-    manager: &str,
+    writer: &Writer,
     force: bool,
 ) -> Result<Value, Conflicts> {
     let Some(fields) = wire::root(resource) else {
@@ -452,13 +454,14 @@ pub fn apply(
     let zero = empty(resource);
     let live_value = live.unwrap_or(&zero);
     let mut entries = read(live_value);
-    let ignore = ignored(resource, None);
-    let mut config = config.clone();
-    wire::encode_as(fields, &mut config);
-    let applied = without_ignored(compare::field_set(fields, &config), &ignore);
+    let (manager, sub) = (writer.manager.as_str(), writer.subresource.as_deref());
+    let ignore = ignored(resource, sub);
+    // The configuration owns what it sets, as sent: not the zero values its Go type would
+    // add (`lastProbeTime: null` of a condition it applies).
+    let applied = without_ignored(compare::field_set(fields, config), &ignore);
     let previous = entries
         .iter()
-        .find(|e| e.same_owner(manager, Operation::Apply, None))
+        .find(|e| e.same_owner(manager, Operation::Apply, sub))
         .map(|e| e.fields.clone())
         .unwrap_or_default();
     // What this manager gives up and nobody else holds goes away.
@@ -466,19 +469,18 @@ pub fn apply(
     dropped.subtract(&applied);
     for e in entries
         .iter()
-        .filter(|e| !e.same_owner(manager, Operation::Apply, None))
+        .filter(|e| !e.same_owner(manager, Operation::Apply, sub))
     {
         dropped.subtract(&e.fields);
     }
     prune(&mut merged, &dropped);
-    let writer = Writer::named(manager);
-    let Some(c) = changes(resource, live_value, &merged, &writer) else {
+    let Some(c) = changes(resource, live_value, &merged, writer) else {
         return Ok(merged);
     };
     let mut conflicts = Vec::new();
     for e in entries
         .iter()
-        .filter(|e| !e.same_owner(manager, Operation::Apply, None))
+        .filter(|e| !e.same_owner(manager, Operation::Apply, sub))
     {
         let clash = e.fields.intersection(&c.changed);
         for path in clash.paths() {
@@ -490,27 +492,31 @@ pub fn apply(
     }
     for e in entries.iter_mut() {
         e.fields.subtract(&c.removed);
-        if !e.same_owner(manager, Operation::Apply, None) {
+        if !e.same_owner(manager, Operation::Apply, sub) {
             e.fields.subtract(&c.changed);
         }
     }
     let api_version = resource.api_version();
+    // Only an apply that changed the object stamps a time (a new entry of one that
+    // changed nothing has none).
+    let changed = !c.changed.is_empty() || !c.removed.is_empty();
+    let stamp = if changed { now() } else { String::new() };
     match entries
         .iter_mut()
-        .find(|e| e.same_owner(manager, Operation::Apply, None))
+        .find(|e| e.same_owner(manager, Operation::Apply, sub))
     {
         Some(e) => {
-            if e.fields != applied {
-                e.fields = applied;
-                e.time = now();
+            e.fields = applied;
+            if changed {
+                e.time = stamp;
             }
         }
         None => entries.push(Entry {
             manager: manager.to_owned(),
             operation: Operation::Apply,
             api_version,
-            time: now(),
-            subresource: None,
+            time: stamp,
+            subresource: writer.subresource.clone(),
             fields: applied,
         }),
     }
@@ -593,6 +599,7 @@ mod tests {
 
     #[test]
     fn apply_conflicts_and_prunes() {
+        let fid = Writer::named("fid").applying();
         let mut live = json!({"metadata": {"name": "a"}, "data": {"k": "v"}});
         update(&CONFIGMAPS, None, &mut live, &Writer::named("kubectl"));
         let config = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "mine"}});
@@ -603,7 +610,7 @@ mod tests {
             Some(&live),
             &config,
             merged.clone(),
-            "fid",
+            &fid,
             false,
         )
         .unwrap_err();
@@ -611,19 +618,19 @@ mod tests {
             conflicts,
             [("\"kubectl\" using v1".to_owned(), ".data.k".to_owned())]
         );
-        let owned = apply(&CONFIGMAPS, Some(&live), &config, merged, "fid", true).unwrap();
+        let owned = apply(&CONFIGMAPS, Some(&live), &config, merged, &fid, true).unwrap();
         // Re-applied without the label it set before: the label goes.
         let first = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "1"}}});
         let mut merged = owned.clone();
         merged["metadata"]["labels"] = json!({"x": "1"});
-        let labelled = apply(&CONFIGMAPS, Some(&owned), &first, merged, "fid", false).unwrap();
+        let labelled = apply(&CONFIGMAPS, Some(&owned), &first, merged, &fid, false).unwrap();
         let second = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "mine"}});
         let after = apply(
             &CONFIGMAPS,
             Some(&labelled),
             &second,
             labelled.clone(),
-            "fid",
+            &fid,
             false,
         )
         .unwrap();

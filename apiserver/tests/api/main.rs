@@ -6,6 +6,7 @@ mod crud;
 mod deletion;
 mod errors;
 mod external;
+mod garbage_collection;
 mod kubelet;
 mod logs;
 mod node_lifecycle;

@@ -36,7 +36,10 @@ pub struct Options {
 
 /// Starts the API server double on 127.0.0.1 and writes its kubeconfig.
 pub async fn start(options: &Options) -> Result<Cluster> {
-    let mut builder = nodeconform_apiserver::ApiServer::builder().port(options.port);
+    // A cluster has a garbage collector: Orphan and Foreground deletions complete.
+    let mut builder = nodeconform_apiserver::ApiServer::builder()
+        .port(options.port)
+        .garbage_collector(true);
     if let Some(node) = &options.scheduler_node {
         builder = builder.bind_unscheduled_pods_to(node.clone());
     }
