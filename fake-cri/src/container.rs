@@ -50,7 +50,10 @@ pub(crate) struct Container {
     pub image_name: String,
     pub image_ref: String,
     pub image_id: String,
+    /// The log path as the client named it (`log_directory` + `log_path`).
     pub log_path: Option<PathBuf>,
+    /// Where fake-cri writes it: `log_path` resolved under the host root.
+    pub log_file: Option<PathBuf>,
     pub program: Arc<Program>,
     /// PID 1 of its own PID namespace: ignores SIGTERM without a trap.
     pub pid1: bool,
@@ -146,13 +149,13 @@ impl Container {
         };
         let Some(content) = content else { return };
         let mount = self
-            .config
-            .mounts
-            .iter()
-            .find(|m| m.container_path == path && !m.readonly);
+            .context
+            .files
+            .mount_at(path)
+            .filter(|m| !m.readonly)
+            .map(|m| m.host_path.clone());
         match mount {
-            Some(mount) => {
-                let host = PathBuf::from(&mount.host_path);
+            Some(host) => {
                 // Only ever write into a regular file the client created for this.
                 if host.is_file()
                     && let Err(error) = std::fs::write(&host, &content)

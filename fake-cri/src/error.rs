@@ -88,6 +88,29 @@ pub enum Error {
         /// The timeout in seconds.
         timeout: i64,
     },
+    /// The host root was deferred and not set in time ([`crate::Builder::defer_host_root`]).
+    #[error(
+        "{rpc}: the host root (where the request's host paths are) was not set within {waited}s"
+    )]
+    NoHostRoot {
+        /// The RPC that waited.
+        rpc: &'static str,
+        /// How long it waited, in seconds.
+        waited: u64,
+    },
+    /// A host path of the request cannot be resolved under the host root.
+    #[error("{rpc}: cannot resolve host path {} under {}: {source}", path.display(), root.display())]
+    HostPath {
+        /// The RPC.
+        rpc: &'static str,
+        /// The path as the request gave it.
+        path: PathBuf,
+        /// The host root.
+        root: PathBuf,
+        /// Why: too many symbolic links, or the root's process has exited.
+        #[source]
+        source: std::io::Error,
+    },
     /// A streaming RPC fake-cri does not serve.
     #[error("{rpc} is not implemented by fake-cri: {hint}")]
     Unimplemented {
@@ -116,6 +139,8 @@ impl From<Error> for Status {
             Error::WrongState { .. } => Status::failed_precondition(message),
             Error::ExecTimeout { .. } => Status::deadline_exceeded(message),
             Error::Unimplemented { .. } => Status::unimplemented(message),
+            Error::NoHostRoot { .. } => Status::unavailable(message),
+            Error::HostPath { .. } => Status::failed_precondition(message),
         }
     }
 }

@@ -8,7 +8,9 @@
 //! second and exits 3, `trap 'exit 0' TERM` handles SIGTERM, `echo` writes the
 //! CRI log file, `cat /etc/podinfo/labels` reads the volume the client mounted
 //! there (confined to the mount's host path). Faults are injected through
-//! [`Control`], in process or as a JSON API on a second socket.
+//! [`Control`], in process or as a JSON API on a second socket. Host paths
+//! are taken from a host root, `/` unless the client runs in a mount
+//! namespace of its own ([`FakeCri::set_host_root_to_process`]).
 //!
 //! How the parts fit: [`server`] binds the sockets and hands requests to
 //! `service` (the gRPC handlers), which applies injected `faults` and calls
@@ -36,6 +38,7 @@ mod container;
 pub mod control;
 mod error;
 mod faults;
+mod host_root;
 mod images;
 mod logs;
 mod runtime;
@@ -48,6 +51,7 @@ mod stats;
 pub use control::{Control, ControlError, KillTarget, Snapshot};
 pub use error::{Error, StartError};
 pub use faults::{RPCS, parse_code};
+pub use host_root::WAIT as HOST_ROOT_WAIT;
 pub use images::{MISSING_REGISTRY, catalog, catalog::Catalog};
 pub use runtime::CgroupDriver;
 pub use server::{Builder, FakeCri};

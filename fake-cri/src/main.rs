@@ -38,6 +38,11 @@ struct Serve {
     /// tags that name one image); see fake-cri/catalogs/.
     #[arg(long, value_name = "FILE")]
     image_catalog: Option<PathBuf>,
+    /// Directory the host paths of CRI requests (log directories, mounts) are
+    /// taken from, as if the client were chrooted there, e.g. /proc/PID/root
+    /// for a client in a mount namespace of its own.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    host_root: PathBuf,
     /// Cgroup driver reported by RuntimeConfig.
     #[arg(long, value_enum, default_value_t = Driver::Cgroupfs)]
     cgroup_driver: Driver,
@@ -105,6 +110,7 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
     let mut builder = FakeCri::builder()
         .socket(&socket)
         .image_pull_delay(Duration::from_millis(args.image_pull_delay_ms))
+        .host_root(args.host_root)
         .cgroup_driver(match args.cgroup_driver {
             Driver::Cgroupfs => CgroupDriver::Cgroupfs,
             Driver::Systemd => CgroupDriver::Systemd,

@@ -68,6 +68,25 @@ impl Builder {
         self
     }
 
+    /// The directory the host paths of CRI requests (log directories and
+    /// paths, mounts' host paths) are taken from, as if the client were
+    /// chrooted there (default `/`). E.g. `/proc/PID/root` for a client in a
+    /// mount namespace of its own.
+    pub fn host_root(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.host_root = Some(dir.into());
+        self.config.defer_host_root = false;
+        self
+    }
+
+    /// No host root yet: it is set once the client runs
+    /// ([`FakeCri::set_host_root_to_process`]). Until then the requests that
+    /// name host paths (`RunPodSandbox`, `CreateContainer`) wait, at most
+    /// [`crate::HOST_ROOT_WAIT`], then fail with `UNAVAILABLE`.
+    pub fn defer_host_root(mut self) -> Self {
+        self.config.defer_host_root = true;
+        self
+    }
+
     /// Binds the sockets (mode 0600) and starts serving.
     pub async fn start(self) -> Result<FakeCri, StartError> {
         let socket = self.socket.ok_or(StartError::NoSocket)?;
@@ -206,6 +225,20 @@ impl FakeCri {
     /// In-process fault injection.
     pub fn control(&self) -> &Control {
         &self.control
+    }
+
+    /// Takes the host paths of later requests from `dir` (see
+    /// [`Builder::host_root`]). Containers created before keep theirs.
+    pub fn set_host_root(&self, dir: impl Into<PathBuf>) {
+        self.runtime.host_root.set(dir.into());
+    }
+
+    /// Takes the host paths of later requests from the root of process `pid`
+    /// (its mount namespace), for as long as that process lives: once it has
+    /// exited, paths under it fail (`No such process`), even when a later
+    /// process gets the same id. Returns the root's path.
+    pub fn set_host_root_to_process(&self, pid: u32) -> std::io::Result<PathBuf> {
+        self.runtime.host_root.set_process(pid)
     }
 
     /// Stops serving, ends every simulated process and removes the sockets.

@@ -50,9 +50,10 @@ impl RuntimeService for Cri {
     ) -> Reply<v1::RunPodSandboxResponse> {
         self.fault("RunPodSandbox").await?;
         let request = request.into_inner();
-        let pod_sandbox_id = self
-            .runtime
-            .run_sandbox(request.config, request.runtime_handler)?;
+        let root = self.runtime.host_root.get("RunPodSandbox").await?;
+        let pod_sandbox_id =
+            self.runtime
+                .run_sandbox(request.config, request.runtime_handler, &root)?;
         ok(v1::RunPodSandboxResponse { pod_sandbox_id })
     }
 
@@ -114,9 +115,10 @@ impl RuntimeService for Cri {
     ) -> Reply<v1::CreateContainerResponse> {
         self.fault("CreateContainer").await?;
         let request = request.into_inner();
-        let container_id = self
-            .runtime
-            .create_container(&request.pod_sandbox_id, request.config)?;
+        let root = self.runtime.host_root.get("CreateContainer").await?;
+        let container_id =
+            self.runtime
+                .create_container(&request.pod_sandbox_id, request.config, &root)?;
         ok(v1::CreateContainerResponse { container_id })
     }
 

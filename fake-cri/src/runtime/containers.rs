@@ -1,6 +1,6 @@
 //! Containers: create, start, stop, remove, and their status.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,15 +11,17 @@ use super::process;
 use super::state::{Runtime, State, invalid, lock, matches_labels, new_id, now};
 use crate::container::{Container, Lifecycle};
 use crate::error::{Error, Result};
+use crate::host_root::Root;
 use crate::logs::LogFile;
 use crate::sandbox::SandboxState;
-use crate::script::{Outcome, Program, Shell, Signal};
+use crate::script::{Mount, Outcome, Program, Shell, Signal};
 
 impl Runtime {
     pub(crate) fn create_container(
         &self,
         sandbox_id: &str,
         config: Option<v1::ContainerConfig>,
+        root: &Root,
     ) -> Result<String> {
         const RPC: &str = "CreateContainer";
         let config = config.ok_or_else(|| invalid(RPC, "config is required"))?;
@@ -57,6 +59,24 @@ impl Runtime {
             .ok_or_else(|| Error::ImageNotPresent {
                 image: image_spec.clone(),
             })?;
+        // The host paths, resolved on the host before taking the state.
+        let log_directory = self
+            .state()
+            .sandboxes
+            .get(sandbox_id)
+            .map(|s| s.config.log_directory.clone())
+            .unwrap_or_default();
+        let log_file = (!log_directory.is_empty() && !config.log_path.is_empty())
+            .then(|| root.resolve_for(RPC, &Path::new(&log_directory).join(&config.log_path)))
+            .transpose()?;
+        let mounts = config
+            .mounts
+            .iter()
+            .map(|m| {
+                let host_path = root.resolve_for(RPC, Path::new(&m.host_path))?;
+                Ok(Mount::new(&m.container_path, host_path, m.readonly))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let mut state = self.state();
         let sandbox = state
             .sandboxes
@@ -95,7 +115,7 @@ impl Runtime {
             .map_or(v1::NamespaceMode::Pod as i32, |o| o.pid);
         let pid1 = pid_mode == v1::NamespaceMode::Container as i32
             || pid_mode == v1::NamespaceMode::Target as i32;
-        let context = process::context(&config, sandbox, &image);
+        let context = process::context(&config, mounts, sandbox, &image);
         let id = new_id();
         state.names.insert(reserved_name.clone(), id.clone());
         let image_name = image.repo_tags.first().cloned().unwrap_or(image_spec);
@@ -110,6 +130,7 @@ impl Runtime {
                 .unwrap_or_else(|| image.id.clone()),
             image_id: image.id.clone(),
             log_path,
+            log_file,
             program: Arc::new(program),
             pid1,
             context,
@@ -175,7 +196,7 @@ impl Runtime {
         container.state = Lifecycle::Running;
         container.started_at = now();
         container.signals = Some(tx);
-        let log = LogFile::new(container.log_path.clone());
+        let log = LogFile::new(container.log_file.clone());
         log.create();
         let (context, program, pid1) = (
             container.context.clone(),
@@ -369,7 +390,7 @@ impl Runtime {
     pub(crate) fn reopen_log(&self, id: &str) -> Result<()> {
         // The log file is opened per write; reopening means recreating it.
         let log =
-            self.running_container(id, "reopen its log", |c| LogFile::new(c.log_path.clone()))?;
+            self.running_container(id, "reopen its log", |c| LogFile::new(c.log_file.clone()))?;
         log.create();
         Ok(())
     }

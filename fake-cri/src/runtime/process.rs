@@ -8,8 +8,14 @@ use crate::images::Image;
 use crate::sandbox::Sandbox;
 use crate::script::{Context, Env, FileSystem, Mount};
 
-/// The context of a container created from `config` in `sandbox`.
-pub(super) fn context(config: &v1::ContainerConfig, sandbox: &Sandbox, image: &Image) -> Context {
+/// The context of a container created from `config` in `sandbox`, with
+/// `config`'s mounts as `mounts` (their host paths resolved under the root).
+pub(super) fn context(
+    config: &v1::ContainerConfig,
+    mounts: Vec<Mount>,
+    sandbox: &Sandbox,
+    image: &Image,
+) -> Context {
     // containerd uses the node's host name when the sandbox has none (host
     // network); fake-cri reads nothing of the host, so the pod name stands in.
     let hostname = match sandbox.config.hostname.as_str() {
@@ -33,11 +39,6 @@ pub(super) fn context(config: &v1::ContainerConfig, sandbox: &Sandbox, image: &I
         .envs
         .iter()
         .map(|kv| (kv.key.as_str(), kv.value.as_str()));
-    let mounts = config
-        .mounts
-        .iter()
-        .map(|m| Mount::new(&m.container_path, &m.host_path, m.readonly))
-        .collect();
     let files = FileSystem::new(mounts, security.is_some_and(|s| s.readonly_rootfs));
     if let Some(dns) = &sandbox.config.dns_config {
         files.provide("/etc/resolv.conf", resolv_conf(dns).into_bytes());

@@ -1,11 +1,14 @@
 //! Pod sandboxes: run, stop, remove, status and list.
 
+use std::path::Path;
+
 use nodeconform_cri::v1;
 
 use super::network::allocate_ip;
 use super::state::{Runtime, invalid, matches_labels, new_id, now};
 use crate::container::{Container, Lifecycle};
 use crate::error::{Error, Result};
+use crate::host_root::Root;
 use crate::sandbox::{Sandbox, SandboxState};
 use crate::script::Signal;
 
@@ -14,6 +17,7 @@ impl Runtime {
         &self,
         config: Option<v1::PodSandboxConfig>,
         handler: String,
+        root: &Root,
     ) -> Result<String> {
         const RPC: &str = "RunPodSandbox";
         let config = config.ok_or_else(|| invalid(RPC, "config is required"))?;
@@ -30,6 +34,13 @@ impl Runtime {
                 format!("no runtime for {handler:?} is configured"),
             ));
         }
+        // On the host, before taking the state.
+        if !config.log_directory.is_empty() {
+            let dir = root.resolve_for(RPC, Path::new(&config.log_directory))?;
+            if let Err(error) = std::fs::create_dir_all(&dir) {
+                tracing::warn!(dir = %dir.display(), %error, "cannot create the sandbox's log directory");
+            }
+        }
         let mut state = self.state();
         let reserved_name = format!(
             "k8s_POD_{}_{}_{}_{}",
@@ -43,9 +54,6 @@ impl Runtime {
         }
         let id = new_id();
         let ip = (!Sandbox::host_network(&config)).then(|| allocate_ip(&mut state));
-        if !config.log_directory.is_empty() {
-            let _ = std::fs::create_dir_all(&config.log_directory);
-        }
         state.names.insert(reserved_name.clone(), id.clone());
         state.sandboxes.insert(
             id.clone(),

@@ -12,6 +12,7 @@ use tokio::sync::{broadcast, watch};
 use crate::container::Container;
 use crate::error::Error;
 use crate::faults::Faults;
+use crate::host_root::HostRoot;
 use crate::images::{Catalog, Images};
 use crate::sandbox::Sandbox;
 
@@ -32,6 +33,10 @@ pub(crate) struct Config {
     pub cgroup_driver: CgroupDriver,
     pub state_dir: Option<PathBuf>,
     pub image_catalog: Catalog,
+    /// The host root given at start (default `/`).
+    pub host_root: Option<PathBuf>,
+    /// No host root until [`HostRoot::set`]: requests naming host paths wait.
+    pub defer_host_root: bool,
 }
 
 /// The runtime's reported conditions.
@@ -93,6 +98,8 @@ pub(crate) struct Runtime {
     pub(super) conditions: Mutex<Conditions>,
     pub(super) image_fs: Mutex<ImageFs>,
     pub(crate) faults: Faults,
+    /// Where the host paths of requests are.
+    pub(crate) host_root: HostRoot,
     pub(super) events: broadcast::Sender<v1::ContainerEventResponse>,
     /// Bumped on restart and shutdown: open event streams end.
     pub(super) epoch: watch::Sender<u64>,
@@ -142,6 +149,12 @@ impl Runtime {
             conditions: Mutex::default(),
             image_fs: Mutex::default(),
             faults: Faults::default(),
+            host_root: HostRoot::new((!config.defer_host_root).then(|| {
+                config
+                    .host_root
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("/"))
+            })),
             events: broadcast::channel(EVENT_BUFFER).0,
             epoch: watch::channel(0).0,
             config,

@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use super::mounts::{Location, Mount, Mounts, dir_prefix, join};
+use super::mounts::{Location, Mount, Mounts, dir_prefix, join, normalize, real_path};
 
 /// The in-memory files of a container (path → content), for paths under no
 /// mount. Shared by the main process and every exec in the container, so an
@@ -135,6 +135,12 @@ impl FileSystem {
         }
     }
 
+    /// The mount at exactly `path` (a container path), if one is there.
+    pub fn mount_at(&self, path: &str) -> Option<&Mount> {
+        let path = normalize(path);
+        self.mounts.iter().find(|m| m.container_path == path)
+    }
+
     /// The in-memory files (the container's writable layer).
     pub fn memory(&self) -> &Files {
         &self.memory
@@ -157,7 +163,7 @@ impl FileSystem {
             }
             Location::Host { mount, path } => {
                 let mut file = std::fs::File::open(&path)?;
-                self.mounts.confine_open(mount, &file, &path)?;
+                self.mounts.confine_open(mount, &file)?;
                 if file.metadata()?.is_dir() {
                     return Err(FsError::IsADirectory);
                 }
@@ -192,7 +198,7 @@ impl FileSystem {
                     .write(true)
                     .truncate(!append)
                     .open(&path)?;
-                self.mounts.confine_open(mount, &file, &path)?;
+                self.mounts.confine_open(mount, &file)?;
                 file.write_all(data)?;
                 Ok(())
             }
@@ -229,8 +235,7 @@ impl FileSystem {
                     return Err(FsError::Busy);
                 }
                 let parent = path.parent().unwrap_or(&path);
-                self.mounts
-                    .confine(mount, &std::fs::canonicalize(parent)?)?;
+                self.mounts.confine(mount, &real_path(parent)?)?;
                 let meta = std::fs::symlink_metadata(&path)?;
                 if meta.is_dir() {
                     if !recursive {
@@ -259,7 +264,7 @@ impl FileSystem {
                     std::fs::create_dir(&path)
                 };
                 result?;
-                self.mounts.confine(mount, &std::fs::canonicalize(&path)?)
+                self.mounts.confine(mount, &real_path(&path)?)
             }
         }
     }
@@ -290,9 +295,9 @@ impl FileSystem {
                 let meta = std::fs::symlink_metadata(&path)?;
                 let real = match path.parent() {
                     Some(parent) if meta.file_type().is_symlink() => {
-                        std::fs::canonicalize(parent)?.join(path.file_name().unwrap_or_default())
+                        real_path(parent)?.join(path.file_name().unwrap_or_default())
                     }
-                    _ => std::fs::canonicalize(&path)?,
+                    _ => real_path(&path)?,
                 };
                 self.mounts.confine(mount, &real)?;
                 let kind = if meta.file_type().is_symlink() {
@@ -349,7 +354,7 @@ impl FileSystem {
                 }
             }
             Location::Host { mount, path } => {
-                self.mounts.confine(mount, &std::fs::canonicalize(&path)?)?;
+                self.mounts.confine(mount, &real_path(&path)?)?;
                 if !std::fs::metadata(&path)?.is_dir() {
                     return Ok(None);
                 }

@@ -6,7 +6,17 @@
 //! `..data -> ..2026_…`); a link whose target leaves the mount it is in is
 //! refused, and every opened file is checked to be inside the mount's host
 //! path (by its real path, so a link swapped in after the walk is caught too).
+//!
+//! Real paths are what the kernel names an open file ([`real_path`]), not
+//! `std::fs::canonicalize`'s: a mount's host path may lie under a host root
+//! such as `/proc/PID/root` (a client in another mount namespace), which
+//! canonicalizing reads as `/` before looking the rest up in fake-cri's own
+//! namespace. The kernel's name of a file and of the mount's directory, both
+//! opened through that root, are in the same namespace and compare alike.
 
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -144,7 +154,7 @@ impl Mounts {
     /// Checks that `real` (a canonical host path) is inside mount `index`.
     pub(super) fn confine(&self, index: usize, real: &Path) -> Result<(), FsError> {
         let mount = &self.0[index];
-        let root = std::fs::canonicalize(&mount.host_path)?;
+        let root = real_path(&mount.host_path)?;
         if real.starts_with(&root) {
             Ok(())
         } else {
@@ -154,18 +164,10 @@ impl Mounts {
         }
     }
 
-    /// Checks an opened file: its real path (from `/proc/self/fd`, so a link
-    /// swapped in after the walk is caught) must be inside the mount.
-    pub(super) fn confine_open(
-        &self,
-        index: usize,
-        file: &std::fs::File,
-        path: &Path,
-    ) -> Result<(), FsError> {
-        use std::os::fd::AsRawFd;
-        let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
-            .or_else(|_| std::fs::canonicalize(path))?;
-        self.confine(index, &real)
+    /// Checks an opened file: its real path (so a link swapped in after the
+    /// walk is caught) must be inside the mount.
+    pub(super) fn confine_open(&self, index: usize, file: &File) -> Result<(), FsError> {
+        self.confine(index, &fd_path(file)?)
     }
 
     pub(super) fn writable(&self, index: usize) -> Result<(), FsError> {
@@ -175,6 +177,25 @@ impl Mounts {
             Ok(())
         }
     }
+}
+
+/// The real path of `path` as the kernel names it once opened: symbolic
+/// links followed, in the mount namespace `path` leads into. (Opened with
+/// `O_PATH`: nothing is read, and a FIFO does not block.)
+pub(super) fn real_path(path: &Path) -> Result<PathBuf, FsError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)?;
+    fd_path(&file)
+}
+
+/// The kernel's name of an open file (`/proc/self/fd/N`).
+fn fd_path(file: &File) -> Result<PathBuf, FsError> {
+    Ok(std::fs::read_link(format!(
+        "/proc/self/fd/{}",
+        file.as_raw_fd()
+    ))?)
 }
 
 /// `path` with a trailing `/` (`/` stays `/`).

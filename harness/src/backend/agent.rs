@@ -237,9 +237,6 @@ impl Nodes {
         for name in names {
             delete_node_objects(&self.client, &name).await;
         }
-        if matches!(self.spec, AgentSpec::Kubelet(_)) {
-            super::kubelet::unmount_all(self.dir.path());
-        }
     }
 }
 

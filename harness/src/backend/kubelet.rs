@@ -9,17 +9,23 @@
 //! that kind configures, so pods with `dnsPolicy: ClusterFirst` get no `MissingClusterDNS`
 //! warnings. The flags name the node, its IP, the CRI endpoint and the root directory.
 //!
-//! Everything the kubelet writes goes under the node's directory, except what it cannot
-//! be told to put elsewhere: before 1.31 (`podLogsDir`, ignored by older kubelets with a
-//! "lenient decoding" note) the pods' log files go to `/var/log/pods` with links in
-//! `/var/log/containers`, and the device manager's socket directory is
-//! `/var/lib/kubelet/device-plugins`.
+//! Everything the kubelet writes goes under the node's directory. What it cannot be told
+//! to put elsewhere — before 1.31 (`podLogsDir`, ignored by older kubelets with a "lenient
+//! decoding" note) the pods' log files in `/var/log/pods` with links in
+//! `/var/log/containers`, and in every version the device manager's
+//! `/var/lib/kubelet/device-plugins` — is the node's too: the kubelet runs in a mount
+//! namespace of its own where `/var/log` and `/var/lib` show directories of its node
+//! ([`super::mount_ns`]). So kubelets side by side neither see nor clean up each other's
+//! logs, and nothing is left on the host. fake-cri, in the harness's namespace, takes the
+//! host paths of the kubelet's requests (log paths, volume mounts, which the kubelet mounts
+//! inside its namespace) from the kubelet's root, `/proc/PID/root`.
 //!
 //! The kubelet needs root: it makes its root directory a shared mount (`MakeRShared`) and
-//! reads the cgroup hierarchy at start. Without them it exits before registering, and the
-//! case reports the first lines it printed. What it leaves mounted is unmounted when its
-//! node is released ([`unmount_all`]). Its node IP is the host's address on the default
-//! route: the kubelet refuses a loopback one.
+//! reads the cgroup hierarchy at start, and its mount namespace needs `CAP_SYS_ADMIN`.
+//! Without them it exits before registering, and the case reports the first lines it
+//! printed. What it mounts (its root directory, pods' volumes) is in its namespace and goes
+//! away when it exits. Its node IP is the host's address on the default route: the kubelet
+//! refuses a loopback one.
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -81,45 +87,6 @@ fn node_ip() -> Option<std::net::IpAddr> {
     socket.connect((Ipv4Addr::new(203, 0, 113, 1), 9)).ok()?;
     let ip = socket.local_addr().ok()?.ip();
     (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
-}
-
-/// Unmounts what a kubelet left mounted under `dir` — its root directory, which it
-/// makes a shared bind mount of itself, and volumes of pods it did not tear down —
-/// deepest first, so that the directory can be removed.
-pub fn unmount_all(dir: &Path) {
-    let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return;
-    };
-    let mut points: Vec<PathBuf> = mountinfo
-        .lines()
-        .filter_map(|line| line.split(' ').nth(4))
-        .map(|point| PathBuf::from(unescape(point)))
-        .filter(|point| point.starts_with(dir))
-        .collect();
-    points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
-    for point in points {
-        let Ok(c_path) = std::ffi::CString::new(point.as_os_str().as_encoded_bytes()) else {
-            continue;
-        };
-        // SAFETY: a valid NUL-terminated path; MNT_DETACH only detaches the mount.
-        let rc = unsafe { libc::umount2(c_path.as_ptr(), libc::MNT_DETACH) };
-        if rc != 0 {
-            tracing::warn!(
-                path = %point.display(),
-                error = %std::io::Error::last_os_error(),
-                "could not unmount what the kubelet left behind"
-            );
-        }
-    }
-}
-
-/// `/proc/self/mountinfo` writes space, tab, newline and backslash in paths as octal escapes.
-fn unescape(field: &str) -> String {
-    field
-        .replace("\\040", " ")
-        .replace("\\011", "\t")
-        .replace("\\012", "\n")
-        .replace("\\134", "\\")
 }
 
 /// Why `path` cannot be run as a kubelet, if it cannot.
@@ -217,10 +184,5 @@ mod tests {
         assert_eq!(config["authorization"]["mode"], "AlwaysAllow");
         assert_ne!(config["port"], config["healthzPort"]);
         assert!(dir.path().join("root").is_dir());
-    }
-
-    #[test]
-    fn mountinfo_escapes_are_undone() {
-        assert_eq!(unescape("/tmp/a\\040b\\134c"), "/tmp/a b\\c");
     }
 }

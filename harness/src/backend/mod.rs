@@ -12,6 +12,7 @@ pub mod k3s;
 pub mod kind;
 pub mod kubeconfig;
 pub mod kubelet;
+pub mod mount_ns;
 pub mod node;
 
 use std::path::{Path, PathBuf};

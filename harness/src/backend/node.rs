@@ -5,7 +5,9 @@
 //! for the session ([`crate::up`]).
 //!
 //! The node's directory holds `cri.sock`, `control.sock` (fake-cri's control API),
-//! `state/` (fake-cri), `root/` (the agent's root directory) and, for a kubelet, `kubelet/`.
+//! `state/` (fake-cri), `root/` (the agent's root directory) and, for a kubelet, `kubelet/`
+//! (its configuration, root directory, and its own `/var/log` and `/var/lib`, see
+//! [`super::mount_ns`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -15,6 +17,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use tokio::io::AsyncReadExt;
 
+use super::mount_ns::HostPaths;
 use super::{Error, Result};
 use crate::control;
 use crate::logs::LogBuffer;
@@ -62,8 +65,13 @@ enum AgentProcess {
 struct Spawned {
     cri: nodeconform_fake_cri::FakeCri,
     agent: AgentProcess,
-    dir: PathBuf,
-    kubelet: bool,
+}
+
+/// An agent process to start: its command line and, for a kubelet, the mounts
+/// that give it its own host paths.
+struct Program {
+    words: Vec<String>,
+    host_paths: Option<HostPaths>,
 }
 
 /// A node the harness runs, or one that runs already (`--node`).
@@ -124,42 +132,58 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
         what: format!("creating {}", manifests.display()),
         source,
     })?;
-    let cri = nodeconform_fake_cri::FakeCri::builder()
+    let mut builder = nodeconform_fake_cri::FakeCri::builder()
         .socket(dir.join("cri.sock"))
         .control_socket(&control_socket)
-        .state_dir(dir.join("state"))
-        .start()
-        .await
-        .map_err(|e| Error::FakeCri {
-            node: name.to_string(),
-            message: e.to_string(),
-        })?;
+        .state_dir(dir.join("state"));
+    if let Launch::Kubelet(_) = config.launch {
+        // Its host paths are those of its mount namespace, known once it runs.
+        builder = builder.defer_host_root();
+    }
+    let cri = builder.start().await.map_err(|e| Error::FakeCri {
+        node: name.to_string(),
+        message: e.to_string(),
+    })?;
     let endpoint = cri.endpoint();
     let started = match config.launch {
         Launch::Reference { fast } => spawn_reference(&config, &endpoint, &root, &manifests, fast)
             .await
             .map(|a| (a, None)),
         Launch::Command(template) => {
-            let words = super::agent::render_command(
+            let program = super::agent::render_command(
                 template,
                 &config.kubeconfig.to_string_lossy(),
                 name,
                 &endpoint,
                 &root.to_string_lossy(),
                 &manifests.to_string_lossy(),
-            );
-            spawn_command(&config, words).await
+            )
+            .map(|words| Program {
+                words,
+                host_paths: None,
+            });
+            spawn_command(&config, program, &cri).await
         }
         Launch::Kubelet(kubelet) => {
-            let words = super::kubelet::command(&super::kubelet::Node {
+            let kubelet_dir = dir.join("kubelet");
+            let program = super::kubelet::command(&super::kubelet::Node {
                 kubelet,
                 name,
                 kubeconfig: config.kubeconfig,
                 cri_endpoint: &endpoint,
-                dir: &dir.join("kubelet"),
+                dir: &kubelet_dir,
             })
-            .map_err(|e| format!("writing the kubelet's configuration: {e}"));
-            spawn_command(&config, words).await
+            .map_err(|e| format!("writing the kubelet's configuration: {e}"))
+            .and_then(|words| {
+                let host_paths = HostPaths::prepare(&kubelet_dir).map_err(|e| {
+                    format!("preparing the kubelet's own /var/log and /var/lib: {e}")
+                })?;
+                Ok(Program {
+                    words,
+                    host_paths: Some(host_paths),
+                })
+            });
+            spawn_command(&config, program, &cri).await
         }
     };
     let (agent, logs) = match started {
@@ -177,17 +201,13 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
             _ => Some(manifests),
         },
         logs,
-        spawned: Some(Spawned {
-            cri,
-            agent,
-            dir: dir.to_path_buf(),
-            kubelet: matches!(config.launch, Launch::Kubelet(_)),
-        }),
+        spawned: Some(Spawned { cri, agent }),
     })
 }
 
 /// Stops the agent (SIGTERM to a process, SIGKILL after 5 s) and fake-cri of a node the
-/// harness started, and unmounts what a kubelet left mounted. Leaves the Node object.
+/// harness started. A kubelet's mounts end with it (its mount namespace). Leaves the Node
+/// object.
 pub async fn stop(node: NodeHandle) {
     let Some(spawned) = node.spawned else { return };
     match spawned.agent {
@@ -210,9 +230,6 @@ pub async fn stop(node: NodeHandle) {
         }
     }
     spawned.cri.shutdown().await;
-    if spawned.kubelet {
-        super::kubelet::unmount_all(&spawned.dir);
-    }
 }
 
 #[cfg(feature = "reference-agent")]
@@ -268,26 +285,47 @@ async fn spawn_reference(
     })
 }
 
-/// Starts an agent process from its command line (`words`, or why there is none) and
-/// waits until it registered the node.
+/// Starts an agent process (or says why there is none) and waits until it registered the
+/// node. An agent with host paths of its own gets `cri`'s host root set to its root before
+/// it can make a CRI call that names one (fake-cri waits for it).
 async fn spawn_command(
     config: &Config<'_>,
-    words: Result<Vec<String>, String>,
+    program: Result<Program, String>,
+    cri: &nodeconform_fake_cri::FakeCri,
 ) -> Result<(AgentProcess, Option<LogBuffer>)> {
     let name = config.name;
     let agent_err = |message: String| Error::Agent {
         node: name.to_string(),
         message,
     };
-    let words = words.map_err(agent_err)?;
-    let mut child = tokio::process::Command::new(&words[0])
+    let Program { words, host_paths } = program.map_err(agent_err)?;
+    let mut command = tokio::process::Command::new(&words[0]);
+    command
         .args(&words[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    let isolated = host_paths.is_some();
+    if let Some(host_paths) = host_paths {
+        host_paths.apply(&mut command);
+    }
+    let mut child = command
         .spawn()
         .map_err(|e| agent_err(format!("cannot start `{}`: {e}", words[0])))?;
+    if isolated {
+        // Not reaped before `stop`, so the id is the agent's (at worst a zombie's).
+        let root = child
+            .id()
+            .ok_or_else(|| std::io::Error::other("it exited already"))
+            .and_then(|pid| cri.set_host_root_to_process(pid));
+        if let Err(e) = root {
+            let _ = child.kill().await;
+            return Err(agent_err(format!(
+                "cannot give fake-cri the agent's root (/proc/PID): {e}"
+            )));
+        }
+    }
     let logs = LogBuffer::new(2000);
     let mut readers = Vec::new();
     for pipe in [
