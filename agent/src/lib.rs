@@ -24,7 +24,8 @@
 //!   [`prober`] runs startup, liveness and readiness probes; [`pod_hostname`]
 //!   names the sandbox and writes the pod's `/etc/hosts`; [`env`] builds a
 //!   container's environment (with [`resource`] for its limits and requests); [`lifecycle`] runs
-//!   `postStart`/`preStop` hooks; [`active_deadline`] fails pods past their
+//!   `postStart`/`preStop` hooks; [`keyring`] matches pull secrets to images;
+//!   [`active_deadline`] fails pods past their
 //!   `activeDeadlineSeconds`; [`events`]
 //!   records the events `kubectl describe` shows;
 //! - [`kubelet_server`] is the node's kubelet endpoint (HTTPS): `kubectl logs`
@@ -57,6 +58,7 @@ pub mod dns;
 pub mod env;
 pub mod events;
 pub mod housekeeping;
+pub mod keyring;
 pub mod kubelet_server;
 pub mod lifecycle;
 pub mod log_reader;

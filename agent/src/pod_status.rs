@@ -186,9 +186,12 @@ pub fn generate(input: &Input<'_>) -> PodStatus {
         terminate(&mut app, &mut init);
         phase = FAILED;
     }
-    // A pod sync handler asking for eviction (the active deadline) fails a pod
-    // that is not terminal yet, with its reason and message.
-    let evicted = input.deadline_exceeded && !is_terminal_phase(Some(phase));
+    // A pod sync handler asking for eviction (the active deadline) fails the
+    // pod with its reason and message, whatever phase its containers give
+    // (a container that exits 0 when the deadline stops it would make it
+    // Succeeded), unless the API already shows a terminal phase, which no
+    // status may leave.
+    let evicted = input.deadline_exceeded && !is_terminal_phase(api_status.phase.as_deref());
     if evicted {
         phase = FAILED;
     }
@@ -569,6 +572,32 @@ mod tests {
             containers: vec![ctr("c", RtState::Running, 0, 0, 5)],
         };
         assert_eq!(compute(&p, &rt, false).phase.as_deref(), Some(SUCCEEDED));
+    }
+
+    #[test]
+    fn a_past_deadline_fails_the_pod_whatever_its_containers_exit_with() {
+        // pause answers SIGTERM with exit 0: without the override the pod would be Succeeded.
+        let p = pod("Always", &[], &["c"]);
+        let rt = runtime::PodStatus {
+            sandboxes: vec![sandbox()],
+            containers: vec![ctr("c", RtState::Exited, 0, 0, 5)],
+        };
+        let probes = crate::prober::Results::new();
+        let (reasons, old) = (HashMap::new(), PodStatus::default());
+        let (runtime, pod) = (&rt, &p);
+        let s = generate(&Input {
+            pod,
+            runtime,
+            reasons: &reasons,
+            old: &old,
+            terminal: true,
+            host_ip: None,
+            runtime_name: "fake",
+            probes: &probes,
+            deadline_exceeded: true,
+        });
+        assert_eq!(s.phase.as_deref(), Some(FAILED));
+        assert_eq!(s.reason.as_deref(), Some(active_deadline::REASON));
     }
 
     #[test]

@@ -226,7 +226,14 @@ fn write_all(writes: Vec<(PathBuf, Option<Files>)>) -> Result<(), (PathBuf, std:
     for (dir, files) in writes {
         let at = |e| (dir.clone(), e);
         match files {
-            None => std::fs::create_dir_all(&dir).map_err(at)?,
+            None => {
+                // `emptyDir`'s `setupDir`: mode 0777 whatever the umask, so any
+                // user a container runs as may write into it.
+                use std::os::unix::fs::PermissionsExt as _;
+                std::fs::create_dir_all(&dir).map_err(at)?;
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))
+                    .map_err(at)?;
+            }
             Some(files) => atomic_writer::write(&dir, &files).map_err(at)?,
         }
     }

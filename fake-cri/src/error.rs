@@ -80,6 +80,18 @@ pub enum Error {
         /// The normalized reference.
         image: String,
     },
+    /// A private repository refused the pull: no login, or the wrong one.
+    #[error(
+        "failed to pull and unpack image {image:?}: failed to resolve reference {image:?}: pulling from host {host} failed with status code [manifests {object}]: 401 Unauthorized"
+    )]
+    PullUnauthorized {
+        /// The normalized reference.
+        image: String,
+        /// The registry host.
+        host: String,
+        /// The tag or digest asked for.
+        object: String,
+    },
     /// An `ExecSync` ran past its timeout.
     #[error("exec in container {id:?} timed out after {timeout}s")]
     ExecTimeout {
@@ -141,6 +153,8 @@ impl From<Error> for Status {
             Error::Unimplemented { .. } => Status::unimplemented(message),
             Error::NoHostRoot { .. } => Status::unavailable(message),
             Error::HostPath { .. } => Status::failed_precondition(message),
+            // containerd's error for a registry's 401 carries no errdefs kind.
+            Error::PullUnauthorized { .. } => Status::unknown(message),
         }
     }
 }

@@ -420,12 +420,12 @@ impl ImageService for Cri {
         request: Request<v1::PullImageRequest>,
     ) -> Reply<v1::PullImageResponse> {
         self.fault("PullImage").await?;
-        let image = request
-            .into_inner()
-            .image
-            .map(|i| i.image)
-            .unwrap_or_default();
-        let image_ref = self.runtime.pull_image(&image).await?;
+        let request = request.into_inner();
+        let image = request.image.map(|i| i.image).unwrap_or_default();
+        let image_ref = self
+            .runtime
+            .pull_image(&image, request.auth.as_ref())
+            .await?;
         ok(v1::PullImageResponse { image_ref })
     }
 

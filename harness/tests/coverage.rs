@@ -47,6 +47,11 @@ struct Entry {
     /// Why it is out of scope.
     #[serde(default)]
     reason: Option<String>,
+    /// For an in-scope test: what the test asserts, read from its source, and
+    /// how the citing cases hold it (or what they leave out). Required, so a
+    /// claim of coverage always says what was compared.
+    #[serde(default)]
+    checked: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -134,6 +139,15 @@ fn map_problems(map: &Map) -> Vec<String> {
             (Scope::Out, None | Some("")) => {
                 problems.push(format!("tests[{i}]: out of scope without a `reason`"));
             }
+            _ => {}
+        }
+        match (e.scope, e.checked.as_deref().map(str::trim)) {
+            (Scope::In, None | Some("")) => problems.push(format!(
+                "tests[{i}]: in scope without `checked` (what the test asserts and how the cases hold it)"
+            )),
+            (Scope::Out, Some(_)) => problems.push(format!(
+                "tests[{i}]: out of scope but has `checked` (its `reason` says why)"
+            )),
             _ => {}
         }
         // Sorted by file then line keeps diffs against a newer upstream reviewable.
@@ -361,4 +375,28 @@ fn partial_and_full_citations_are_counted_apart() {
     assert_eq!(coverage(Some(&vec![part.clone()])), Coverage::Partly);
     assert_eq!(coverage(Some(&vec![part, full])), Coverage::Covered);
     assert_eq!(cell("a | *not* b"), "a \\| \\*not\\* b");
+}
+
+#[test]
+fn in_scope_tests_say_what_was_checked() {
+    let map: Map = serde_yaml::from_str(
+        r#"
+source: v1
+tests:
+  - {test: a, file: test/e2e/common/node/a.go, line: 1, scope: in}
+  - {test: b, file: test/e2e/common/node/a.go, line: 2, scope: in, checked: "  "}
+  - {test: c, file: test/e2e/common/node/a.go, line: 3, scope: out, reason: r, checked: x}
+  - {test: d, file: test/e2e/common/node/a.go, line: 4, scope: in, checked: "asserts X; the case holds it"}
+"#,
+    )
+    .expect("a well-typed map");
+    let problems = map_problems(&map);
+    assert_eq!(problems.len(), 3, "{problems:#?}");
+    assert!(problems[0].starts_with("tests[0]: in scope without `checked`"));
+    assert!(problems[1].starts_with("tests[1]: in scope without `checked`"));
+    assert!(problems[2].starts_with("tests[2]: out of scope but has `checked`"));
+    let unknown = serde_yaml::from_str::<Map>(
+        "source: v1\ntests:\n  - {test: a, file: f, line: 1, scope: in, cheked: x}\n",
+    );
+    assert!(unknown.is_err(), "a misspelt key is refused");
 }

@@ -48,6 +48,9 @@ pub struct Runtime {
     pub(super) metrics: Arc<Metrics>,
     pub(super) timeout: Duration,
     pub(super) log_root: PathBuf,
+    /// Where `Localhost` seccomp profiles are (the kubelet's `<root-dir>/seccomp`,
+    /// beside the pods directory).
+    pub(super) seccomp_root: PathBuf,
     /// The node's DNS settings (pods' FQDNs and `/etc/resolv.conf`).
     pub(super) dns: Arc<Configurer>,
 }
@@ -102,6 +105,7 @@ impl Runtime {
             is: ImageServiceClient::new(channel).max_decoding_message_size(64 << 20),
             metrics,
             timeout,
+            seccomp_root: log_root.with_file_name("seccomp"),
             log_root,
             dns: Arc::new(Configurer {
                 cluster_domain: DEFAULT_CLUSTER_DOMAIN.to_owned(),

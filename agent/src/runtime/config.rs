@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{Container as ContainerSpec, Pod};
 use nodeconform_cri::v1 as cri;
 
 use super::labels::*;
+use super::security::{self, ImageUser};
 use super::{Result, Runtime};
 use crate::pod_hostname;
 
@@ -65,8 +66,9 @@ impl Runtime {
             labels,
             annotations,
             linux: Some(cri::LinuxPodSandboxConfig {
-                security_context: Some(cri::LinuxSandboxSecurityContext {
-                    namespace_options: Some(cri::NamespaceOption {
+                security_context: Some(security::sandbox_context(
+                    pod,
+                    cri::NamespaceOption {
                         network: if host_network {
                             cri::NamespaceMode::Node as i32
                         } else {
@@ -75,16 +77,18 @@ impl Runtime {
                         pid: pid_mode as i32,
                         ipc: cri::NamespaceMode::Pod as i32,
                         ..Default::default()
-                    }),
-                    ..Default::default()
-                }),
+                    },
+                )),
                 ..Default::default()
             }),
             ..Default::default()
         })
     }
 
-    /// The container config the kubelet would send for `container` of `pod`.
+    /// The container config the kubelet would send for `container` of `pod`,
+    /// whose image runs as `image_user` ([`Runtime::image_user`]); fails as
+    /// `generateContainerConfig` does when the security context cannot be
+    /// made (the caller checks `runAsNonRoot` first).
     pub fn container_config(
         &self,
         pod: &Pod,
@@ -92,7 +96,8 @@ impl Runtime {
         restart_count: i32,
         env: Vec<(String, String)>,
         volume_mounts: Vec<cri::Mount>,
-    ) -> cri::ContainerConfig {
+        image_user: &ImageUser,
+    ) -> Result<cri::ContainerConfig, security::Error> {
         let meta = &pod.metadata;
         let mut labels = HashMap::new();
         labels.insert(POD_NAME_LABEL.into(), meta.name.clone().unwrap_or_default());
@@ -161,7 +166,19 @@ impl Runtime {
         } else {
             cri::NamespaceMode::Container
         };
-        cri::ContainerConfig {
+        let security_context = security::container_context(
+            pod,
+            container,
+            image_user,
+            &self.seccomp_root,
+            cri::NamespaceOption {
+                network: cri::NamespaceMode::Pod as i32,
+                pid: pid_mode as i32,
+                ipc: cri::NamespaceMode::Pod as i32,
+                ..Default::default()
+            },
+        )?;
+        Ok(cri::ContainerConfig {
             metadata: Some(cri::ContainerMetadata {
                 name: container.name.clone(),
                 attempt: u32::try_from(restart_count).unwrap_or(0),
@@ -183,19 +200,11 @@ impl Runtime {
             stdin_once: container.stdin_once.unwrap_or(false),
             tty: container.tty.unwrap_or(false),
             linux: Some(cri::LinuxContainerConfig {
-                security_context: Some(cri::LinuxContainerSecurityContext {
-                    namespace_options: Some(cri::NamespaceOption {
-                        network: cri::NamespaceMode::Pod as i32,
-                        pid: pid_mode as i32,
-                        ipc: cri::NamespaceMode::Pod as i32,
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }),
+                security_context: Some(security_context),
                 ..Default::default()
             }),
             ..Default::default()
-        }
+        })
     }
 
     /// The pod's directory (`<namespace>_<name>_<uid>`): container logs,

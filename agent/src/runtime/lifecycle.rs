@@ -10,7 +10,7 @@ use nodeconform_cri::v1 as cri;
 use super::client::target_pod;
 use super::error::gone_is_done;
 use super::termination::create_termination_file;
-use super::{Error, Result, Runtime};
+use super::{Error, ImageUser, Result, Runtime};
 
 impl Runtime {
     /// `RunPodSandbox` for `pod` with `config` ([`Runtime::sandbox_config`]);
@@ -30,8 +30,8 @@ impl Runtime {
         Ok(resp.pod_sandbox_id)
     }
 
-    /// `ImageStatus`: the image's size in bytes if the runtime has it.
-    pub async fn image_size(&self, image: &str) -> Result<Option<u64>> {
+    /// `ImageStatus`: the image if the runtime has it.
+    async fn image_status(&self, image: &str) -> Result<Option<cri::Image>> {
         let resp = self
             .call(
                 "ImageStatus",
@@ -46,11 +46,29 @@ impl Runtime {
                 }),
             )
             .await?;
-        Ok(resp.image.map(|i| i.size))
+        Ok(resp.image)
     }
 
-    /// `PullImage`; returns the image reference.
-    pub async fn pull_image(&self, image: &str, sandbox: cri::PodSandboxConfig) -> Result<String> {
+    /// `ImageStatus`: the image's size in bytes if the runtime has it.
+    pub async fn image_size(&self, image: &str) -> Result<Option<u64>> {
+        Ok(self.image_status(image).await?.map(|i| i.size))
+    }
+
+    /// `getImageUser`: the user the image runs as, from the runtime (only it
+    /// knows the image's `USER`); root when the image states none.
+    pub async fn image_user(&self, image: &str) -> Result<ImageUser> {
+        Ok(ImageUser::from_status(
+            self.image_status(image).await?.as_ref(),
+        ))
+    }
+
+    /// `PullImage`, with the registry credentials `auth` if any; returns the image reference.
+    pub async fn pull_image(
+        &self,
+        image: &str,
+        auth: Option<cri::AuthConfig>,
+        sandbox: cri::PodSandboxConfig,
+    ) -> Result<String> {
         let resp = self
             .call(
                 "PullImage",
@@ -61,7 +79,7 @@ impl Runtime {
                         image: image.to_owned(),
                         ..Default::default()
                     }),
-                    auth: None,
+                    auth,
                     sandbox_config: Some(sandbox),
                 }),
             )

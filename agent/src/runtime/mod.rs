@@ -10,7 +10,7 @@
 //! The parts: [`labels`] (what the kubelet writes on sandboxes and containers),
 //! [`client`] ([`Runtime`]: the connection, one timed and counted call, runtime
 //! status, exec and events), [`config`] (sandbox and container configs, the pod
-//! directory), [`lifecycle`] (run, pull, create, start, stop, remove),
+//! directory), [`security`] (security contexts and the `runAsNonRoot` check), [`lifecycle`] (run, pull, create, start, stop, remove),
 //! [`status`] (reading a pod's state back, the relist), [`logs`] (where a
 //! container's log is) and [`termination`] (termination messages, from the
 //! file or the log).
@@ -21,6 +21,7 @@ mod error;
 mod labels;
 mod lifecycle;
 mod logs;
+pub mod security;
 mod status;
 mod termination;
 
@@ -28,6 +29,7 @@ pub use client::{DEFAULT_CLUSTER_DOMAIN, ExecOutput, Readiness, Runtime, pod_key
 pub use error::{Error, Result};
 pub use labels::*;
 pub use logs::ContainerLog;
+pub use security::ImageUser;
 pub use status::{
     Container, ContainerState, ListedContainer, ListedSandbox, PodStatus, Sandbox, StatusCache,
     timestamp,

@@ -1,12 +1,14 @@
 //! The image manager's `EnsureImageExists`: pull policy, pull back-off and
 //! image reference validation.
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, Pod, Secret};
+use kube::Api;
 use tokio::time::Instant;
 
 use super::{Context, PodState, earliest};
 use crate::backoff::go_duration;
 use crate::events::Type;
+use crate::keyring;
 use crate::pod_status::Reason;
 
 /// The effective pull policy: the spec's, else `Always` for `:latest` or no tag, else `IfNotPresent`.
@@ -169,7 +171,7 @@ pub(super) async fn ensure_image(
     }
     event(Type::Normal, "Pulling", format!("Pulling image {image:?}"));
     let started = std::time::Instant::now();
-    match ctx.runtime.pull_image(image, sandbox_config.clone()).await {
+    match pull(ctx, pod, image, sandbox_config).await {
         Ok(_) => {
             state.image.reset(&key);
             let took = go_duration(started.elapsed());
@@ -186,7 +188,7 @@ pub(super) async fn ensure_image(
             );
             Ok(())
         }
-        Err(error) => {
+        Err(message) => {
             state.image.next(&key, now, now);
             // Sync again halfway through the back-off to report ImagePullBackOff, like a requeue.
             let half = state.image.get(&key) / 2;
@@ -196,11 +198,97 @@ pub(super) async fn ensure_image(
                 message: event(
                     Type::Warning,
                     "Failed",
-                    format!("Failed to pull image {image:?}: {}", error.short_message()),
+                    format!("Failed to pull image {image:?}: {message}"),
                 ),
             })
         }
     }
+}
+
+/// The kubelet's `PullImage`: with the credentials the pod's pull secrets
+/// have for the image's registry, each in turn until one pull succeeds, else
+/// without credentials. The error is the message the `Failed` event and the
+/// `ErrImagePull` status show.
+async fn pull(
+    ctx: &Context,
+    pod: &Pod,
+    image: &str,
+    sandbox_config: &nodeconform_cri::v1::PodSandboxConfig,
+) -> Result<String, String> {
+    let keyring =
+        keyring::Keyring::from_secrets(&pull_secrets(ctx, pod).await).map_err(|e| e.to_string())?;
+    let credentials = keyring.lookup(&keyring::repository(image));
+    if credentials.is_empty() {
+        return ctx
+            .runtime
+            .pull_image(image, None, sandbox_config.clone())
+            .await
+            .map_err(|e| e.short_message());
+    }
+    let mut errors = Vec::new();
+    for keyring::Credentials { username, password } in credentials {
+        let auth = nodeconform_cri::v1::AuthConfig {
+            username,
+            password,
+            ..Default::default()
+        };
+        match ctx
+            .runtime
+            .pull_image(image, Some(auth), sandbox_config.clone())
+            .await
+        {
+            Ok(image_ref) => return Ok(image_ref),
+            Err(error) => errors.push(error.short_message()),
+        }
+    }
+    // utilerrors.NewAggregate: one error alone, several in brackets.
+    Err(match errors.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    })
+}
+
+/// `getPullSecretsForPod`: the pod's `imagePullSecrets` that can be read; the
+/// others are named in a `FailedToRetrieveImagePullSecret` warning and skipped.
+async fn pull_secrets(ctx: &Context, pod: &Pod) -> Vec<Secret> {
+    let names: Vec<&str> = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.image_pull_secrets.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|r| r.name.as_str())
+        .filter(|name| !name.is_empty())
+        .collect();
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
+    let mut secrets = Vec::new();
+    let mut failed = Vec::new();
+    for name in names {
+        match api.get(name).await {
+            Ok(secret) => secrets.push(secret),
+            Err(error) => {
+                tracing::info!(pod = %crate::runtime::pod_key(pod), secret = name, %error, "unable to retrieve pull secret, the image pull may not succeed");
+                failed.push(name);
+            }
+        }
+    }
+    if !failed.is_empty() {
+        ctx.events.pod(
+            pod,
+            None,
+            Type::Warning,
+            "FailedToRetrieveImagePullSecret",
+            format!(
+                "Unable to retrieve some image pull secrets ({}); attempting to pull the image may not succeed.",
+                failed.join(", ")
+            ),
+        );
+    }
+    secrets
 }
 
 #[cfg(test)]

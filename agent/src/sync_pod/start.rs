@@ -222,8 +222,24 @@ pub(super) async fn start(
         mounts.extend(hosts_mount(ctx, pod, container, sandbox).await?);
         Ok::<_, String>((env, mounts))
     };
-    let (env, mounts) = match prepared.await {
-        Ok(prepared) => prepared,
+    // Then the image's user (`getImageUser`) for `verifyRunAsNonRoot` and the
+    // security context; a failure of either is a CreateContainerConfigError too.
+    let image = container.image.as_deref().unwrap_or_default();
+    let configured = async {
+        let (env, mounts) = prepared.await?;
+        let user = ctx
+            .runtime
+            .image_user(image)
+            .await
+            .map_err(|e| e.short_message())?;
+        runtime::security::verify_run_as_non_root(pod, container, &user)
+            .map_err(|e| e.to_string())?;
+        ctx.runtime
+            .container_config(pod, container, restart_count, env, mounts, &user)
+            .map_err(|e| e.to_string())
+    };
+    let config = match configured.await {
+        Ok(config) => config,
         Err(message) => {
             start_failed(
                 ctx,
@@ -237,9 +253,6 @@ pub(super) async fn start(
             return Ok(false);
         }
     };
-    let config = ctx
-        .runtime
-        .container_config(pod, container, restart_count, env, mounts);
     let id = match ctx
         .runtime
         .create_container(pod, &sandbox.id, config, sandbox_config.clone())

@@ -17,8 +17,13 @@
 //!
 //! An entry describes the images of one repository: with `tags`, those tags
 //! name one image (one id, one digest); without, every tag names an image of
-//! its own with the entry's configuration. References the catalogue does not
-//! describe are pulled as before.
+//! its own with the entry's configuration. With `credentials`, the repository
+//! is private: a pull must log in with them (`PullImage`'s `auth`), as a
+//! registry would demand. References the catalogue does not describe are
+//! pulled as before.
+//!
+//! [`Catalog::cases`] is the catalogue of the images nodeconform's cases use
+//! (`catalogs/cases.json`), which the harness gives every fake-cri it starts.
 
 use std::path::{Path, PathBuf};
 
@@ -70,6 +75,16 @@ pub(crate) struct Config {
     pub size: Option<u64>,
 }
 
+/// A registry login: what a private repository's pulls must present.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credentials {
+    /// The user name.
+    pub username: String,
+    /// The password.
+    pub password: String,
+}
+
 /// One catalogue entry, normalized.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Entry {
@@ -80,6 +95,8 @@ struct Entry {
     /// The digest of the image its `tags` name.
     digest: Option<String>,
     config: Config,
+    /// The login the registry demands for this repository; `None`: public.
+    credentials: Option<Credentials>,
 }
 
 /// What the catalogue says of one reference.
@@ -118,7 +135,12 @@ struct RawEntry {
     user: Option<String>,
     #[serde(default)]
     size: Option<u64>,
+    #[serde(default)]
+    credentials: Option<Credentials>,
 }
+
+/// The catalogue of the images nodeconform's cases use.
+const CASES: &str = include_str!("../../catalogs/cases.json");
 
 impl Catalog {
     /// Loads a catalogue from a JSON file.
@@ -157,6 +179,14 @@ impl Catalog {
         Ok(Self { entries })
     }
 
+    /// The images nodeconform's cases use, as their registries serve them
+    /// (`catalogs/cases.json`): the users their images run as and the
+    /// private repository of the pull-secret cases.
+    pub fn cases() -> Self {
+        // The file is part of the crate and its test parses it: it cannot fail here.
+        Self::parse(CASES, Path::new("catalogs/cases.json")).unwrap_or_default()
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -175,6 +205,15 @@ impl Catalog {
             .iter()
             .filter(|entry| entry.repository == repository)
             .find_map(|entry| entry.describe(reference))
+    }
+
+    /// The login `reference`'s repository demands, if it is private.
+    pub(crate) fn credentials(&self, reference: &Reference) -> Option<&Credentials> {
+        let repository = reference.repository();
+        self.entries
+            .iter()
+            .filter(|entry| entry.repository == repository)
+            .find_map(|entry| entry.credentials.as_ref())
     }
 }
 
@@ -222,6 +261,7 @@ impl Entry {
                 user: raw.user.filter(|user| !user.is_empty()),
                 size: raw.size,
             },
+            credentials: raw.credentials,
         })
     }
 
@@ -304,6 +344,22 @@ mod tests {
             catalog.lookup(&reference("example.com/app:1")).unwrap()
         );
         assert_eq!(by_digest.digest.as_deref(), Some(digest.as_str()));
+    }
+
+    #[test]
+    fn the_cases_catalogue_parses() {
+        let catalog = Catalog::cases();
+        assert!(!catalog.is_empty());
+        let pause = catalog
+            .lookup(&reference("registry.k8s.io/pause:3.9"))
+            .unwrap();
+        assert_eq!(pause.config.user.as_deref(), Some("65535:65535"));
+        assert!(
+            catalog
+                .credentials(&reference("gcr.io/authenticated-image-pulling/alpine:3.7"))
+                .is_some()
+        );
+        assert!(catalog.credentials(&reference("busybox:1.36")).is_none());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The image store: the images pulled so far.
 //!
 //! Pulls download nothing: an image "exists" in every registry except under
-//! the reserved host `registry.invalid`. Its id, digest and size are derived
+//! the reserved host `registry.invalid`; a repository the catalogue makes
+//! private needs its credentials. Its id, digest and size are derived
 //! from its name (stable across runs) unless the [`Catalog`] states them.
 
 use std::collections::HashMap;
@@ -9,7 +10,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use nodeconform_cri::v1;
 
-use super::catalog::{Catalog, Config};
+use super::catalog::{Catalog, Config, Credentials};
 use super::reference::Reference;
 use crate::error::{Error, Result};
 
@@ -147,8 +148,14 @@ impl Images {
         })
     }
 
-    /// Records a pulled image and returns it. Fails for `registry.invalid`.
-    pub(crate) fn pull(&mut self, reference: &Reference) -> Result<Image> {
+    /// Records a pulled image and returns it, the registry having seen the
+    /// pull's `login`. Fails for `registry.invalid`, and for a private
+    /// repository of the catalogue without its credentials.
+    pub(crate) fn pull(
+        &mut self,
+        reference: &Reference,
+        login: Option<&Credentials>,
+    ) -> Result<Image> {
         if reference.domain == MISSING_REGISTRY
             || reference
                 .domain
@@ -156,6 +163,19 @@ impl Images {
         {
             return Err(Error::PullNotFound {
                 image: reference.full(),
+            });
+        }
+        if let Some(wanted) = self.catalog.credentials(reference)
+            && login != Some(wanted)
+        {
+            return Err(Error::PullUnauthorized {
+                image: reference.full(),
+                host: reference.domain.clone(),
+                object: reference
+                    .tag
+                    .clone()
+                    .or_else(|| reference.digest.clone())
+                    .unwrap_or_default(),
             });
         }
         let image = Image::for_reference(reference, &self.catalog);
@@ -200,7 +220,7 @@ mod tests {
     #[test]
     fn pull_and_find() {
         let mut images = Images::default();
-        let image = images.pull(&parse("busybox")).unwrap();
+        let image = images.pull(&parse("busybox"), None).unwrap();
         assert!(image.id.starts_with("sha256:") && image.id.len() == 71);
         assert_eq!(images.find("busybox").unwrap().id, image.id);
         assert_eq!(
@@ -212,7 +232,7 @@ mod tests {
         assert!(images.find("busybox:other").is_none());
         let missing = parse("registry.invalid/nope:1");
         assert!(matches!(
-            images.pull(&missing),
+            images.pull(&missing, None),
             Err(Error::PullNotFound { .. })
         ));
         images.remove("busybox");
@@ -230,7 +250,7 @@ mod tests {
         .unwrap();
         let mut images = Images::new(catalog);
         let user =
-            |images: &mut Images, image: &str| images.pull(&parse(image)).unwrap().cri_user();
+            |images: &mut Images, image: &str| images.pull(&parse(image), None).unwrap().cri_user();
         assert_eq!(
             user(&mut images, "example.com/uid"),
             (Some(1003), String::new())
@@ -240,6 +260,28 @@ mod tests {
             (None, "www-data".to_owned())
         );
         assert_eq!(user(&mut images, "busybox"), (None, String::new()));
+    }
+
+    #[test]
+    fn private_repositories_need_their_login() {
+        let catalog = Catalog::from_json(
+            r#"{"images": [{"repository": "example.com/private",
+                "credentials": {"username": "u", "password": "p"}}]}"#,
+        )
+        .unwrap();
+        let mut images = Images::new(catalog);
+        let private = parse("example.com/private:1");
+        let login = |username: &str, password: &str| Credentials {
+            username: username.into(),
+            password: password.into(),
+        };
+        assert_eq!(
+            images.pull(&private, None).unwrap_err().to_string(),
+            "failed to pull and unpack image \"example.com/private:1\": failed to resolve reference \"example.com/private:1\": pulling from host example.com failed with status code [manifests 1]: 401 Unauthorized"
+        );
+        assert!(images.pull(&private, Some(&login("u", "x"))).is_err());
+        assert!(images.pull(&private, Some(&login("u", "p"))).is_ok());
+        assert!(images.pull(&parse("example.com/public:1"), None).is_ok());
     }
 
     #[test]
@@ -253,7 +295,7 @@ mod tests {
             .iter()
             .map(|tag| {
                 images
-                    .pull(&parse(&format!("example.com/tags:{tag}")))
+                    .pull(&parse(&format!("example.com/tags:{tag}")), None)
                     .unwrap()
                     .id
             })

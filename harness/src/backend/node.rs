@@ -132,10 +132,13 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
         what: format!("creating {}", manifests.display()),
         source,
     })?;
+    // The cases' images as their registries serve them: the users they run as
+    // (for `runAsNonRoot`) and the private repository of the pull-secret cases.
     let mut builder = nodeconform_fake_cri::FakeCri::builder()
         .socket(dir.join("cri.sock"))
         .control_socket(&control_socket)
-        .state_dir(dir.join("state"));
+        .state_dir(dir.join("state"))
+        .image_catalog(nodeconform_fake_cri::Catalog::cases());
     if let Launch::Kubelet(_) = config.launch {
         // Its host paths are those of its mount namespace, known once it runs.
         builder = builder.defer_host_root();

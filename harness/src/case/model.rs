@@ -70,7 +70,8 @@ fn default_timeout() -> CaseDuration {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Requirement {
-    /// The harness controls the node's container runtime (fake-cri): needed by every `fault` step.
+    /// The harness controls the node's container runtime (fake-cri): needed by every `fault`
+    /// step, and by a case that relies on what the harness tells fake-cri (its image catalogue).
     RuntimeControl,
     /// The case gets a node of its own, so node-wide changes (runtime down) affect no other case.
     DedicatedNode,

@@ -87,7 +87,7 @@ pub struct PodPattern {
     /// `status.phase`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
-    /// `status.reason` equals.
+    /// `status.reason` equals (`""`: no reason).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// `status.message` contains.
@@ -99,6 +99,9 @@ pub struct PodPattern {
     /// `status.hostIP` (and `hostIPs[0]`): `present`, or `nodeInternalIP` (the node's `InternalIP` address).
     #[serde(default, rename = "hostIP", skip_serializing_if = "Option::is_none")]
     pub host_ip: Option<HostIp>,
+    /// `metadata.labels` has these labels (others may be there too).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
     /// `metadata.deletionTimestamp` is set (true) or not (false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deleting: Option<bool>,
@@ -148,6 +151,7 @@ impl PodPattern {
             || self.message.is_some()
             || self.message_equals.is_some()
             || self.host_ip.is_some()
+            || !self.labels.is_empty()
             || self.deleting.is_some()
             || self.has_pod_ip.is_some()
             || !self.conditions.is_empty()
@@ -179,12 +183,16 @@ pub enum HostIp {
 pub struct ConditionPattern {
     /// `True`, `False` or `Unknown`.
     pub status: ConditionStatus,
-    /// The reason equals.
+    /// The reason equals (`""`: no reason).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The message contains.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The message equals (`""`: no message); for a condition's message that
+    /// upstream compares whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_equals: Option<String>,
 }
 
 /// Which state a container is in.

@@ -25,9 +25,13 @@ pub fn pod_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
         }
     }
     if let Some(reason) = &pattern.reason {
-        let seen = status.and_then(|s| s.reason.as_deref()).unwrap_or("<none>");
+        let seen = status.and_then(|s| s.reason.as_deref()).unwrap_or_default();
         if seen != reason {
-            return Some(format!("status.reason is {seen}, expected {reason}"));
+            return Some(format!(
+                "status.reason is {}, expected {}",
+                or_none(seen),
+                or_none(reason)
+            ));
         }
     }
     if let Some(message) = &pattern.message {
@@ -68,6 +72,15 @@ pub fn pod_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
         };
         if problem.is_some() {
             return problem;
+        }
+    }
+    for (key, want) in &pattern.labels {
+        let seen = pod.metadata.labels.as_ref().and_then(|l| l.get(key));
+        if seen != Some(want) {
+            return Some(format!(
+                "label {key} is {}, expected {want:?}",
+                seen.map_or("absent".to_owned(), |v| format!("{v:?}"))
+            ));
         }
     }
     if let Some(deleting) = pattern.deleting {
@@ -228,10 +241,12 @@ pub fn condition_mismatch(
         ));
     }
     if let Some(want) = &cp.reason {
-        let seen = reason.unwrap_or("<none>");
+        let seen = reason.unwrap_or_default();
         if seen != want {
             return Some(format!(
-                "condition {type_} reason is {seen}, expected {want}"
+                "condition {type_} reason is {}, expected {}",
+                or_none(seen),
+                or_none(want)
             ));
         }
     }
@@ -243,7 +258,20 @@ pub fn condition_mismatch(
             ));
         }
     }
+    if let Some(want) = &cp.message_equals {
+        let seen = message.unwrap_or("");
+        if seen != want {
+            return Some(format!(
+                "condition {type_} message is {seen:?}, expected {want:?}"
+            ));
+        }
+    }
     None
+}
+
+/// A reason for messages: `<none>` when empty.
+fn or_none(reason: &str) -> &str {
+    if reason.is_empty() { "<none>" } else { reason }
 }
 
 fn state_kind(state: Option<&ContainerState>) -> Option<ContainerStateKind> {
