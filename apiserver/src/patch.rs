@@ -92,7 +92,11 @@ pub fn apply(
             }
             json_patch::merge(&mut doc, patch);
         }
-        PatchType::Strategic | PatchType::Apply => strategic::apply(resource, &mut doc, patch)?,
+        PatchType::Strategic => strategic::apply(resource, &mut doc, patch)?,
+        PatchType::Apply => match crate::managed_fields::merge::merge(resource, &doc, patch) {
+            Some(merged) => doc = merged,
+            None => strategic::apply(resource, &mut doc, patch)?,
+        },
         PatchType::Json => {
             let ops: json_patch::Patch = serde_json::from_value(patch.clone())
                 .map_err(|e| Error::bad_request(e.to_string()))?;

@@ -10,7 +10,7 @@ use crate::wire::{Field, List, Ty};
 
 /// How the walk sees a value.
 #[derive(Clone, Copy)]
-enum Shape {
+pub(super) enum Shape {
     Leaf,
     Struct(&'static [Field]),
     Map(&'static Ty),
@@ -28,7 +28,7 @@ fn deref(ty: &'static Ty) -> &'static Ty {
 
 /// `atomic` is the field's marker: the map or struct is one leaf, or a keyed list's
 /// items are.
-fn shape_of(ty: &'static Ty, list: List, atomic: bool) -> Shape {
+pub(super) fn shape_of(ty: &'static Ty, list: List, atomic: bool) -> Shape {
     match (deref(ty), list) {
         (Ty::Slice(item), List::Map(keys)) => Shape::Keyed(item, keys, atomic),
         (Ty::Slice(_), List::Set) => Shape::Set,
@@ -40,7 +40,7 @@ fn shape_of(ty: &'static Ty, list: List, atomic: bool) -> Shape {
 }
 
 /// The fields of a struct, inline ones flattened.
-fn fields_of(fields: &'static [Field], out: &mut Vec<&'static Field>) {
+pub(super) fn fields_of(fields: &'static [Field], out: &mut Vec<&'static Field>) {
     for f in fields {
         match (&f.ty, f.inline) {
             (Ty::Struct(inner), true) => fields_of(inner, out),

@@ -8,6 +8,7 @@
 //! walks objects with their Go types ([`crate::wire`]).
 
 pub mod compare;
+pub mod merge;
 pub mod set;
 
 use serde_json::{Value, json};

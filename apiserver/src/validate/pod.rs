@@ -208,24 +208,79 @@ pub(super) fn update(old: &Value, new: &Value) -> Vec<FieldError> {
     ) {
         out.push(e);
     }
-    let (before, after) = (mutable_view(old_spec), mutable_view(new_spec));
-    let tolerations_removed = {
-        let t = |s: &Value| {
-            s.get("tolerations")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        };
-        let new = t(new_spec);
-        t(old_spec).iter().any(|o| !new.contains(o))
+    out.extend(only_added_tolerations(old_spec, new_spec));
+    out.extend(only_deleted_scheduling_gates(old_spec, new_spec));
+    let (before, mut after) = (mutable_view(old_spec), mutable_view(new_spec));
+    // A negative grace period may become 1, nothing else.
+    let grace = |s: &Value| {
+        s.get("terminationGracePeriodSeconds")
+            .and_then(Value::as_i64)
     };
-    if before != after || tolerations_removed {
+    if grace(old_spec).is_some_and(|g| g < 0) && grace(new_spec) == Some(1) {
+        after["terminationGracePeriodSeconds"] = old_spec["terminationGracePeriodSeconds"].clone();
+    }
+    if before != after {
         out.push(FieldError::forbidden(
             "spec",
             format!("{UPDATABLE}\n{}", difference(&before, &after, "spec")),
         ));
     }
     out
+}
+
+/// `validateOnlyDeletedSchedulingGates`: no gate the pod did not have.
+fn only_deleted_scheduling_gates(old_spec: &Value, new_spec: &Value) -> Vec<FieldError> {
+    let gates = |s: &Value| -> Vec<String> {
+        let items = s.get("schedulingGates").and_then(Value::as_array);
+        items
+            .into_iter()
+            .flatten()
+            .map(|g| g["name"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let old = gates(old_spec);
+    gates(new_spec)
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| !old.contains(g))
+        .map(|(i, g)| {
+            FieldError::forbidden(
+                format!("spec.schedulingGates[{i}].name"),
+                format!("only deletion is allowed, but found new scheduling gate '{g}'"),
+            )
+        })
+        .collect()
+}
+
+/// `validateOnlyAddedTolerations`: every toleration the pod had is still there, but for its
+/// `tolerationSeconds`.
+fn only_added_tolerations(old_spec: &Value, new_spec: &Value) -> Option<FieldError> {
+    let tolerations = |s: &Value| -> Vec<Value> {
+        let items = s.get("tolerations").and_then(Value::as_array);
+        items
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                let mut t = t.clone();
+                if let Some(map) = t.as_object_mut() {
+                    map.remove("tolerationSeconds");
+                    // Go's zero values: an absent string equals an empty one.
+                    map.retain(|_, v| v.as_str() != Some(""));
+                }
+                t
+            })
+            .collect()
+    };
+    let new = tolerations(new_spec);
+    tolerations(old_spec)
+        .iter()
+        .any(|old| !new.contains(old))
+        .then(|| {
+            FieldError::forbidden(
+                "spec.tolerations",
+                "existing toleration can not be modified except its tolerationSeconds",
+            )
+        })
 }
 
 /// `ValidatePodStatusUpdate`: a container that terminated for good (its pod restarts it
@@ -300,11 +355,7 @@ pub(super) fn status_update(old: &Value, new: &Value) -> Vec<FieldError> {
 fn mutable_view(spec: &Value) -> Value {
     let mut spec = spec.clone();
     if let Some(map) = spec.as_object_mut() {
-        for k in [
-            "activeDeadlineSeconds",
-            "tolerations",
-            "terminationGracePeriodSeconds",
-        ] {
+        for k in ["activeDeadlineSeconds", "tolerations", "schedulingGates"] {
             map.remove(k);
         }
         for key in ["containers", "initContainers"] {
