@@ -412,6 +412,27 @@ fn update(
     let obj = to_storage(target.resource, obj);
     let create = target.resource.create_on_update;
     let resource = target.resource.storage();
+    // A PUT's uid is a precondition of the storage write (a PATCH's is a change that
+    // validation refuses), checked against the stored object — an empty one when there is
+    // none, before "not found".
+    let want = meta::str_field(&obj, "uid").to_owned();
+    let uid_precondition = |have: &str| {
+        if want.is_empty() || want == have {
+            return Ok(());
+        }
+        Err(Error::conflict(
+            resource,
+            name,
+            format!(
+                "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, \
+                 AdditionalErrorMsg: Precondition failed: UID in precondition: {want}, UID in object meta: {have}",
+                resources::storage_key(resource, target.ns(), name)
+            ),
+        ))
+    };
+    if ctx.registry.get(resource, target.ns(), name).is_err() {
+        uid_precondition("")?;
+    }
     let (stored, created) = ctx.registry.update_mode(
         target.resource,
         target.ns(),
@@ -420,19 +441,8 @@ fn update(
         create,
         (dry_run, writer),
         |current| {
-            // A PUT's uid is a precondition of the storage write (a PATCH's is a change
-            // that validation refuses).
-            let (want, have) = (meta::str_field(&obj, "uid"), current.map_or("", |c| meta::str_field(c, "uid")));
-            if !want.is_empty() && current.is_some() && want != have {
-                return Err(Error::conflict(
-                    resource,
-                    name,
-                    format!(
-                        "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, \
-                         AdditionalErrorMsg: Precondition failed: UID in precondition: {want}, UID in object meta: {have}",
-                        resources::storage_key(resource, target.ns(), name)
-                    ),
-                ));
+            if let Some(current) = current {
+                uid_precondition(meta::str_field(current, "uid"))?;
             }
             Ok(obj)
         },
