@@ -12,9 +12,20 @@ use serde_json::{Map, Value, json};
 
 use super::{object_meta, object_reference, put};
 
+/// The instant a `Timestamp` message stands for. Go writes a zero `metav1.Time` or
+/// `MicroTime` as an empty message (`Time.Marshal`), which it reads back as the zero time,
+/// `null` in JSON; a set time always carries its seconds.
+fn instant(seconds: Option<i64>, nanos: Option<i32>) -> Option<chrono::DateTime<chrono::Utc>> {
+    if seconds.is_none() && nanos.is_none() {
+        return None;
+    }
+    let nanos = u32::try_from(nanos.unwrap_or(0)).unwrap_or(0);
+    chrono::DateTime::from_timestamp(seconds.unwrap_or(0), nanos)
+}
+
 /// A `metav1.Time` as JSON carries it: RFC 3339 in seconds.
 fn time(t: Option<meta::Time>) -> Value {
-    t.and_then(|t| chrono::DateTime::from_timestamp(t.seconds.unwrap_or(0), 0))
+    t.and_then(|t| instant(t.seconds, t.nanos))
         .map_or(Value::Null, |t| {
             t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true).into()
         })
@@ -22,14 +33,11 @@ fn time(t: Option<meta::Time>) -> Value {
 
 /// A `metav1.MicroTime`: RFC 3339 with microseconds.
 fn micro_time(t: Option<meta::MicroTime>) -> Value {
-    t.and_then(|t| {
-        let nanos = u32::try_from(t.nanos.unwrap_or(0)).unwrap_or(0);
-        chrono::DateTime::from_timestamp(t.seconds.unwrap_or(0), nanos / 1000 * 1000)
-    })
-    .map_or(Value::Null, |t| {
-        t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-            .into()
-    })
+    t.and_then(|t| instant(t.seconds, t.nanos))
+        .map_or(Value::Null, |t| {
+            t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+                .into()
+        })
 }
 
 fn quantities(map: impl IntoIterator<Item = (String, Quantity)>) -> Value {
@@ -286,6 +294,9 @@ mod tests {
         };
         assert_eq!(micro_time(Some(m)), "2025-11-24T16:00:00.123456Z");
         assert_eq!(time(None), Value::Null);
+        // Go's zero time: an empty message, null in JSON (not the Unix epoch).
+        assert_eq!(time(Some(meta::Time::default())), Value::Null);
+        assert_eq!(micro_time(Some(meta::MicroTime::default())), Value::Null);
     }
 
     #[test]

@@ -300,3 +300,73 @@ async fn kubelet_conversation() {
     assert_status(&r, 415, "UnsupportedMediaType");
     api.shutdown().await;
 }
+
+/// The kubelet's events, in protobuf as it sends them: a zero `eventTime` is an empty
+/// message, which is Go's zero time (`null`), so the event is a legacy one and needs no
+/// `action` — kube-apiserver stores it, and so must the double.
+#[tokio::test]
+async fn kubelet_protobuf_events_are_stored() {
+    use k8s_pb::api::core::v1 as core;
+    use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+    use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+    use prost::Message;
+
+    let api = server().await;
+    let at = meta::Time {
+        seconds: Some(1_764_000_000),
+        nanos: Some(0),
+    };
+    let event = core::Event {
+        metadata: Some(meta::ObjectMeta {
+            name: Some("node-1.18eb77f5de479c72".into()),
+            namespace: Some("default".into()),
+            ..Default::default()
+        }),
+        involved_object: Some(core::ObjectReference {
+            kind: Some("Node".into()),
+            name: Some("node-1".into()),
+            uid: Some("node-1".into()),
+            ..Default::default()
+        }),
+        reason: Some("Starting".into()),
+        message: Some("Starting kubelet.".into()),
+        source: Some(core::EventSource {
+            component: Some("kubelet".into()),
+            host: Some("node-1".into()),
+        }),
+        first_timestamp: Some(at),
+        last_timestamp: Some(at),
+        count: Some(1),
+        r#type: Some("Normal".into()),
+        event_time: Some(meta::MicroTime::default()),
+        reporting_component: Some("kubelet".into()),
+        reporting_instance: Some("node-1".into()),
+        ..Default::default()
+    };
+    let unknown = Unknown {
+        type_meta: Some(TypeMeta {
+            api_version: Some("v1".into()),
+            kind: Some("Event".into()),
+        }),
+        raw: Some(event.encode_to_vec()),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let body = [b"k8s\0".to_vec(), unknown.encode_to_vec()].concat();
+    let r = raw(
+        &api,
+        "POST",
+        "/api/v1/namespaces/default/events",
+        &[
+            ACCEPT,
+            ("content-type", "application/vnd.kubernetes.protobuf"),
+        ],
+        body,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let stored = r.json();
+    assert_eq!(stored["eventTime"], serde_json::Value::Null);
+    assert_eq!(stored["reportingComponent"], "kubelet");
+    api.shutdown().await;
+}

@@ -2,7 +2,8 @@
 //!
 //! Every node gets a `KubeletConfiguration` of its own that lets the kubelet run without a
 //! real node: no QoS cgroup hierarchy and no node-allocatable enforcement (so no cgroup
-//! writes beyond the kubelet's own checks), no swap check, no eviction thresholds and no
+//! writes beyond the kubelet's own checks), allowed on a cgroup v1 host (`failCgroupV1`,
+//! true by default since 1.35; kubelets before it ignore the field), no swap check, no eviction thresholds and no
 //! image garbage collection (fake-cri's filesystems are simulated), its own ports on
 //! 127.0.0.1 (cases run in parallel), anonymous authentication with `AlwaysAllow` so the
 //! API server can reach `/containerLogs` without client certificates, and the cluster DNS
@@ -125,6 +126,7 @@ authorization:
   mode: AlwaysAllow
 cgroupDriver: cgroupfs
 cgroupsPerQOS: false
+failCgroupV1: false
 enforceNodeAllocatable: []
 failSwapOn: false
 evictionHard: {{}}
