@@ -193,17 +193,28 @@ pub fn admit(
 /// pod's rejection.
 fn general_filter(node: &Node, pod: &Pod, others: &[&Pod]) -> Vec<Rejection> {
     let mut reasons = insufficient_resources(node, pod, others);
-    let predicate = |name: &str| Rejection::new(name, format!("Predicate {name} failed"));
+    // Since 1.31 the message says why, in the scheduler plugin's words (kubernetes#125498).
+    let predicate =
+        |name: &str, why: &str| Rejection::new(name, format!("Predicate {name} failed: {why}"));
     if !matches_node_affinity(pod, node) {
-        reasons.push(predicate("NodeAffinity"));
+        reasons.push(predicate(
+            "NodeAffinity",
+            "node(s) didn't match Pod's node affinity/selector",
+        ));
     }
     let node_name = node.metadata.name.as_deref().unwrap_or_default();
     let pod_node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
     if pod_node.is_some_and(|n| !n.is_empty() && n != node_name) {
-        reasons.push(predicate("NodeName"));
+        reasons.push(predicate(
+            "NodeName",
+            "node(s) didn't match the requested node name",
+        ));
     }
     if host_ports_conflict(pod, others) {
-        reasons.push(predicate("NodePorts"));
+        reasons.push(predicate(
+            "NodePorts",
+            "node(s) didn't have free ports for the requested pod ports",
+        ));
     }
     let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref());
     let tolerations = pod.spec.as_ref().and_then(|s| s.tolerations.as_deref());
@@ -215,7 +226,10 @@ fn general_filter(node: &Node, pod: &Pod, others: &[&Pod]) -> Vec<Rejection> {
                 .any(|tol| tolerates(tol, t))
     });
     if untolerated && !crate::pod_config::is_static(pod) {
-        reasons.push(predicate("TaintToleration"));
+        reasons.push(predicate(
+            "TaintToleration",
+            "node(s) had taints that the pod didn't tolerate",
+        ));
     }
     reasons
 }
@@ -493,7 +507,10 @@ mod tests {
         let r = reject(&selector, &[]).unwrap();
         assert_eq!(
             (r.reason.as_str(), r.message.as_str()),
-            ("NodeAffinity", "Predicate NodeAffinity failed")
+            (
+                "NodeAffinity",
+                "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
+            )
         );
         let affinity = |op: &str, values: serde_json::Value| {
             pod(

@@ -98,3 +98,62 @@ fn run_on_an_existing_node_ignores_runtime_control_cases_in_junit() {
         "{stderr}"
     );
 }
+
+/// A case and its expectations say which kubelet versions they apply to: a case for newer
+/// kubelets is ignored with the node's version, an expectation for older ones is skipped,
+/// and a version written as a YAML number is refused where it is written.
+#[cfg(feature = "embedded")]
+#[test]
+fn versions_select_cases_and_expectations() {
+    let dir = tempfile::tempdir().unwrap();
+    let area = dir.path().join("lifecycle");
+    std::fs::create_dir(&area).unwrap();
+    let base = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../cases/lifecycle/never-fails.yaml"
+    ))
+    .unwrap();
+    let future = base
+        .replace("name: never-fails", "name: future")
+        .replace("timeout: 90s", "since: \"9.0\"\ntimeout: 90s");
+    // An expectation no kubelet before 1.0 meets, were it run: the case passes without it.
+    let skipped = base.replace("name: never-fails", "name: skipped").replace(
+        "steps:\n  - create\n",
+        "steps:\n  - create\n  - expect:\n      until: \"1.0\"\n      within: 1s\n      states:\n        - phase: Succeeded\n",
+    );
+    std::fs::write(area.join("future.yaml"), &future).unwrap();
+    std::fs::write(area.join("skipped.yaml"), &skipped).unwrap();
+    let cases = dir.path().to_str().unwrap();
+    let (code, stdout, stderr) = nodeconform(&["run", "--cases", cases, "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let outcome = |name: &str| {
+        report["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let future = outcome("lifecycle::future");
+    assert_eq!(future["outcome"], "ignored", "{future}");
+    let reason = future["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("applies to kubelet 9.0 and later; the node's kubelet is v1."),
+        "{reason}"
+    );
+    assert_eq!(outcome("lifecycle::skipped")["outcome"], "passed");
+
+    std::fs::write(
+        area.join("future.yaml"),
+        base.replace("name: never-fails", "name: future")
+            .replace("timeout: 90s", "since: 1.30\ntimeout: 90s"),
+    )
+    .unwrap();
+    std::fs::remove_file(area.join("skipped.yaml")).unwrap();
+    let (code, _, stderr) = nodeconform(&["check", "--cases", cases]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("future.yaml:"), "{stderr}");
+    assert!(stderr.contains("must be quoted"), "{stderr}");
+}

@@ -10,6 +10,7 @@ pub mod observe;
 pub mod pattern;
 pub(crate) mod tagged;
 mod validate;
+pub mod version;
 
 pub use duration::CaseDuration;
 pub use load::{CaseId, Loaded, LoadedCase, load_dir, load_file};
@@ -20,3 +21,4 @@ pub use pattern::{
     ConditionPattern, ConditionStatus, ContainerPattern, ContainerStateKind, NodeExpectation,
     Phase, PodExpectation, PodPattern, RuntimeExpectation,
 };
+pub use version::{MinorVersion, Versions};

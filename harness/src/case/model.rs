@@ -10,6 +10,7 @@ use super::object_steps::{DeleteObject, PatchStep};
 use super::observe::{EventExpectation, LogExpectation};
 use super::pattern::{NodeExpectation, PodExpectation, RuntimeExpectation};
 use super::tagged::{TaggedEnum, tagged_deserialize};
+use super::version::{MinorVersion, Versions};
 use serde::de::MapAccess;
 
 /// One conformance case: a Pod manifest, the steps that drive it and the expectations on what the watch sees.
@@ -34,6 +35,13 @@ pub struct Case {
     /// What the setup must provide; a case whose needs are not met is ignored with the reason.
     #[serde(default)]
     pub requires: BTreeSet<Requirement>,
+    /// The first kubelet version the case applies to (`"1.31"`); the node's kubelet is
+    /// older: the case is ignored with the reason.
+    #[serde(default)]
+    pub since: Option<MinorVersion>,
+    /// The first kubelet version the case no longer applies to.
+    #[serde(default)]
+    pub until: Option<MinorVersion>,
     /// The overall time budget of the case (default 60 s).
     #[serde(default = "default_timeout")]
     pub timeout: CaseDuration,
@@ -49,6 +57,16 @@ pub struct Case {
     pub objects: Vec<Object>,
     /// What the case does and checks, in order.
     pub steps: Vec<Step>,
+}
+
+impl Case {
+    /// The kubelet versions the case applies to.
+    pub fn versions(&self) -> Versions {
+        Versions {
+            since: self.since,
+            until: self.until,
+        }
+    }
 }
 
 /// An upstream e2e test a case mirrors.

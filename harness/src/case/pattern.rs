@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::duration::CaseDuration;
+use super::version::{MinorVersion, Versions};
 
 /// `expect`: pod states that must be seen in order, each within its bound, and states that must never be seen.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -22,6 +23,23 @@ pub struct PodExpectation {
     /// After the last pattern matched, keep watching this long so `never` covers a stretch of time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold: Option<CaseDuration>,
+    /// The first kubelet version this expectation applies to; on an older kubelet the step
+    /// is skipped (the case holds the older behaviour in another step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<MinorVersion>,
+    /// The first kubelet version this expectation no longer applies to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<MinorVersion>,
+}
+
+impl PodExpectation {
+    /// The kubelet versions this expectation applies to.
+    pub fn versions(&self) -> Versions {
+        Versions {
+            since: self.since,
+            until: self.until,
+        }
+    }
 }
 
 /// The phase of a pod.

@@ -5,6 +5,17 @@ use super::locate::{Anchor, Problem, problem};
 use super::model::{Case, Fault, Object, Requirement, Step};
 use super::object_steps::{PatchType, Target};
 use super::pattern::{ContainerPattern, PodPattern};
+use super::version::Versions;
+
+/// Why a `since`/`until` range admits no kubelet, if it admits none.
+fn empty_range(versions: Versions) -> Option<String> {
+    let (Some(since), Some(until)) = (versions.since, versions.until) else {
+        return None;
+    };
+    (since >= until).then(|| {
+        format!("since {since} is not before until {until}: no kubelet version is in the range")
+    })
+}
 
 fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
@@ -100,6 +111,9 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
     }
     for object in &case.objects {
         check_object(object, || Anchor::TopKey("objects"), &mut out);
+    }
+    if let Some(message) = empty_range(case.versions()) {
+        out.push(problem(Anchor::TopKey("until"), message));
     }
     if case.static_pod && !case.requires.contains(&Requirement::StaticPods) {
         out.push(problem(
@@ -273,6 +287,9 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
                         here(),
                         "`expect` with neither `states` nor `never`",
                     ));
+                }
+                if let Some(message) = empty_range(expect.versions()) {
+                    out.push(problem(here(), message));
                 }
                 if !expect.never.is_empty() && expect.states.is_empty() && expect.hold.is_none() {
                     out.push(problem(

@@ -71,6 +71,8 @@ struct Ctx<'a> {
     pod_name: String,
     /// A static pod's manifest as last written to the node.
     manifest: Option<serde_json::Value>,
+    /// The node's kubelet version, as it reports it.
+    kubelet: String,
 }
 
 /// Runs one case on a fresh node from `nodes`, in its own namespace; always cleans up.
@@ -105,11 +107,19 @@ pub async fn run(
         }
     };
     report.node = Some(node.name.clone());
+    let kubelet = kubelet_version(client, &node.name).await;
+    if let Err(reason) = case.versions().admits(&kubelet) {
+        nodes.release(node).await;
+        report.outcome = Outcome::Ignored;
+        report.reason = Some(reason);
+        report.duration = start.elapsed();
+        return report;
+    }
     let namespace = namespace_name(loaded);
     report.namespace = Some(namespace.clone());
     janitor.register(&namespace, &case.created_objects());
 
-    let outcome = run_in_namespace(client, case, &namespace, &node, start).await;
+    let outcome = run_in_namespace(client, case, &namespace, (&node, &kubelet), start).await;
     let (errors, states) = match outcome {
         Ok((errors, states)) => (errors, states),
         Err(e) => (vec![e], Vec::new()),
@@ -134,11 +144,24 @@ pub async fn run(
     report
 }
 
+/// What the node reports as its kubelet's version (`status.nodeInfo.kubeletVersion`),
+/// empty when it cannot be read.
+async fn kubelet_version(client: &kube::Client, node: &str) -> String {
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .get(node)
+        .await
+        .ok()
+        .and_then(|n| n.status?.node_info)
+        .map(|info| info.kubelet_version)
+        .unwrap_or_default()
+}
+
 async fn run_in_namespace(
     client: &kube::Client,
     case: &Case,
     namespace: &str,
-    node: &NodeHandle,
+    (node, kubelet): (&NodeHandle, &str),
     start: Instant,
 ) -> Result<(Vec<StepError>, Vec<expect::State>), StepError> {
     let setup = |message: String| StepError {
@@ -178,6 +201,7 @@ async fn run_in_namespace(
         cursor: 0,
         pod_name,
         manifest: None,
+        kubelet: kubelet.to_string(),
     };
     let mut errors = Vec::new();
     let timeout = case.timeout.get() + Duration::from_secs(5);
@@ -225,6 +249,9 @@ impl Ctx<'_> {
                     let until = (Instant::now() + d.get()).min(self.deadline);
                     tokio::time::sleep_until(until).await;
                 }
+                // An expectation for other kubelet versions: the case holds this
+                // version's in another step.
+                Step::Expect(exp) if exp.versions().admits(&self.kubelet).is_err() => {}
                 Step::Expect(exp) => self.expect(exp).await.map_err(err)?,
                 Step::ExpectNode(exp) => self.expect_node(exp).await.map_err(err)?,
                 Step::ExpectRuntime(exp) => self.expect_runtime(exp).await.map_err(err)?,
