@@ -124,18 +124,10 @@ impl Decoded {
                 None
             }
         };
-        let dry_run = match self.dry_run.as_slice() {
-            [] => false,
-            [all] if all == "All" => true,
-            other => {
-                errors.push(field::Error::not_supported(
-                    "dryRun",
-                    field::Value::strings(other),
-                    &["All"],
-                ));
-                false
-            }
-        };
+        let dry_run = crate::validation::dry_run(&self.dry_run).unwrap_or_else(|e| {
+            errors.push(e);
+            false
+        });
         if !errors.is_empty() {
             return Err(Error::Invalid {
                 group: "meta.k8s.io",
@@ -171,24 +163,26 @@ pub fn propagation_finalizers(
         return None;
     }
     let current = meta::finalizers(obj);
-    let own = current.iter().find_map(|f| match f.as_str() {
+    let own = current.iter().find_map(|f| match *f {
         ORPHAN_FINALIZER => Some(Propagation::Orphan),
         FOREGROUND_FINALIZER => Some(Propagation::Foreground),
         _ => None,
     });
     let policy = requested.or(own);
-    let mut wanted: Vec<String> = current
+    let mut wanted: Vec<&str> = current
         .iter()
+        .copied()
         .filter(|f| *f != ORPHAN_FINALIZER && *f != FOREGROUND_FINALIZER)
-        .cloned()
         .collect();
     match policy {
-        Some(Propagation::Orphan) => wanted.push(ORPHAN_FINALIZER.into()),
-        Some(Propagation::Foreground) => wanted.push(FOREGROUND_FINALIZER.into()),
+        Some(Propagation::Orphan) => wanted.push(ORPHAN_FINALIZER),
+        Some(Propagation::Foreground) => wanted.push(FOREGROUND_FINALIZER),
         Some(Propagation::Background) | None => {}
     }
-    let set = |v: &[String]| v.iter().cloned().collect::<std::collections::BTreeSet<_>>();
-    (set(&wanted) != set(&current)).then_some(wanted)
+    // Compared as sets, as upstream does (`sets.NewString`).
+    let same =
+        wanted.iter().all(|f| current.contains(f)) && current.iter().all(|f| wanted.contains(f));
+    (!same).then(|| wanted.into_iter().map(str::to_owned).collect())
 }
 
 /// What [`before_delete`] decided.

@@ -59,7 +59,7 @@ fn waits(obj: &Object) -> bool {
     !meta::str_field(&obj.value, "deletionTimestamp").is_empty()
         && meta::finalizers(&obj.value)
             .iter()
-            .any(|f| f == ORPHAN_FINALIZER || f == FOREGROUND_FINALIZER)
+            .any(|f| *f == ORPHAN_FINALIZER || *f == FOREGROUND_FINALIZER)
 }
 
 fn owner_references(obj: &Value) -> impl Iterator<Item = &Value> {
@@ -91,7 +91,7 @@ pub fn collect(registry: &Registry) -> HashSet<String> {
             .collect();
         let finalizers = meta::finalizers(&owner.value);
         let mut done = Vec::new();
-        if finalizers.iter().any(|f| f == ORPHAN_FINALIZER) {
+        if finalizers.contains(&ORPHAN_FINALIZER) {
             for (r, d) in &dependents {
                 let orphaned = rewrite(registry, r, d, |v| {
                     if let Some(refs) = v
@@ -107,7 +107,7 @@ pub fn collect(registry: &Registry) -> HashSet<String> {
             }
             done.push(ORPHAN_FINALIZER);
         }
-        if finalizers.iter().any(|f| f == FOREGROUND_FINALIZER) {
+        if finalizers.contains(&FOREGROUND_FINALIZER) {
             let mut blocked = false;
             for (r, d) in &dependents {
                 if meta::str_field(&d.value, "deletionTimestamp").is_empty() {

@@ -77,7 +77,7 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
     // A delete's options are its body's or its query's, read with the rest of them.
     let dry_run = match parts.method {
         Method::DELETE => false,
-        _ => dry_run(query.get("dryRun").map(|v| vec![v.to_owned()]), options)?,
+        _ => dry_run(query.get("dryRun"), options)?,
     };
     let headers = parts.headers;
     let view = View::from_accept(
@@ -192,20 +192,10 @@ fn options_kind(method: &Method, named: bool) -> &'static str {
     }
 }
 
-/// `dryRun`: absent or `[All]`; anything else is a 422 for `options`.
-fn dry_run(values: Option<Vec<String>>, options: &'static str) -> Result<bool> {
-    match values.as_deref() {
-        None | Some([]) => Ok(false),
-        Some([all]) if all == "All" => Ok(true),
-        Some(other) => Err(Error::invalid_options(
-            options,
-            crate::field::Error::not_supported(
-                "dryRun",
-                crate::field::Value::strings(other),
-                &["All"],
-            ),
-        )),
-    }
+/// `dryRun` of the query: absent or `All`; anything else is a 422 for `options`.
+fn dry_run(value: Option<&str>, options: &'static str) -> Result<bool> {
+    let values: Vec<&str> = value.into_iter().collect();
+    validation::dry_run(&values).map_err(|e| Error::invalid_options(options, e))
 }
 
 /// The endpoints that are not resources: health, version, discovery, OpenAPI.
@@ -430,10 +420,7 @@ fn update(
             ),
         ))
     };
-    if ctx.registry.get(resource, target.ns(), name).is_err() {
-        uid_precondition("")?;
-    }
-    let (stored, created) = ctx.registry.update_mode(
+    let updated = ctx.registry.update_mode(
         target.resource,
         target.ns(),
         name,
@@ -441,12 +428,17 @@ fn update(
         create,
         (dry_run, writer),
         |current| {
-            if let Some(current) = current {
-                uid_precondition(meta::str_field(current, "uid"))?;
-            }
+            uid_precondition(current.map_or("", |c| meta::str_field(c, "uid")))?;
             Ok(obj)
         },
-    )?;
+    );
+    let (stored, created) = match updated {
+        Err(Error::NotFound { .. }) => {
+            uid_precondition("")?;
+            updated?
+        }
+        other => other?,
+    };
     let code = if created { 201 } else { 200 };
     let resp = object_response(code, target.resource, &stored, view);
     Ok(with_warnings(resp, &warnings))

@@ -191,14 +191,7 @@ pub fn serve(ctx: &Context, target: &Target, query: &Query, view: View) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request::{Route, route};
-
-    fn target(path: &str) -> Target {
-        match route(path).unwrap() {
-            Route::Object(t) => t,
-            other => panic!("{other:?}"),
-        }
-    }
+    use crate::request::target;
 
     #[test]
     fn continue_tokens_round_trip() {

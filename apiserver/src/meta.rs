@@ -40,15 +40,10 @@ pub fn has_finalizers(obj: &Value) -> bool {
 }
 
 /// `metadata.finalizers` (non-strings skipped).
-pub fn finalizers(obj: &Value) -> Vec<String> {
+pub fn finalizers(obj: &Value) -> Vec<&str> {
     obj.pointer("/metadata/finalizers")
         .and_then(Value::as_array)
-        .map(|f| {
-            f.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
+        .map(|f| f.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default()
 }
 

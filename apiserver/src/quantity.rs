@@ -21,45 +21,14 @@ impl Quantity {
     /// (`n`, `u`, `m`, `k`, `M`…`E`) or exponent (`e3`, `E-2`) suffix; `None` when `s` is
     /// not a quantity.
     pub fn parse(s: &str) -> Option<Quantity> {
-        let (negative, rest) = match s.as_bytes().first()? {
-            b'-' => (true, &s[1..]),
-            b'+' => (false, &s[1..]),
-            _ => (false, s),
-        };
-        let number_len = rest
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .unwrap_or(rest.len());
-        let (number, suffix) = rest.split_at(number_len);
-        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-        if whole.len() + fraction.len() == 0 || fraction.contains('.') {
-            return None;
-        }
-        let (pow10, pow2) = match suffix {
-            "" => (0, 0),
-            "n" => (-9, 0),
-            "u" => (-6, 0),
-            "m" => (-3, 0),
-            "k" => (3, 0),
-            "M" => (6, 0),
-            "G" => (9, 0),
-            "T" => (12, 0),
-            "P" => (15, 0),
-            "E" => (18, 0),
-            "Ki" => (0, 10),
-            "Mi" => (0, 20),
-            "Gi" => (0, 30),
-            "Ti" => (0, 40),
-            "Pi" => (0, 50),
-            "Ei" => (0, 60),
-            exponent => {
-                let digits = exponent.strip_prefix(['e', 'E'])?;
-                let unsigned = digits.strip_prefix(['+', '-']).unwrap_or(digits);
-                if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) {
-                    return None;
-                }
-                (digits.parse::<i32>().ok()?, 0)
-            }
-        };
+        let Spelling {
+            negative,
+            whole,
+            fraction,
+            pow10,
+            pow2,
+            ..
+        } = Spelling::split(s)?;
         // The digits as one integer, scaled to nano-units: value = digits × 10^(exp).
         let mut value: i128 = 0;
         for b in whole.bytes().chain(fraction.bytes()) {
@@ -102,17 +71,20 @@ enum Format {
     DecimalExponent,
 }
 
-/// A quantity's exact value, `mantissa × 10^exponent`, and its format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Exact {
-    mantissa: i128,
-    exponent: i32,
+/// A quantity as written: `<sign>?<whole>[.<fraction>]<suffix>`, the suffix read as powers
+/// of ten and two and the format it implies.
+struct Spelling<'a> {
+    negative: bool,
+    whole: &'a str,
+    fraction: &'a str,
+    pow10: i32,
+    pow2: u32,
     format: Format,
 }
 
-impl Exact {
-    fn parse(s: &str) -> Option<Exact> {
-        Quantity::parse(s)?;
+impl<'a> Spelling<'a> {
+    /// `None` when `s` is not a quantity.
+    fn split(s: &'a str) -> Option<Spelling<'a>> {
         let (negative, rest) = match s.as_bytes().first()? {
             b'-' => (true, &s[1..]),
             b'+' => (false, &s[1..]),
@@ -123,6 +95,9 @@ impl Exact {
             .unwrap_or(rest.len());
         let (number, suffix) = rest.split_at(number_len);
         let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+        if whole.len() + fraction.len() == 0 || fraction.contains('.') {
+            return None;
+        }
         let (pow10, pow2, format) = match suffix {
             "" => (0, 0, Format::DecimalSi),
             "n" => (-9, 0, Format::DecimalSi),
@@ -140,12 +115,44 @@ impl Exact {
             "Ti" => (0, 40, Format::BinarySi),
             "Pi" => (0, 50, Format::BinarySi),
             "Ei" => (0, 60, Format::BinarySi),
-            exponent => (
-                exponent[1..].parse::<i32>().ok()?,
-                0,
-                Format::DecimalExponent,
-            ),
+            exponent => {
+                let digits = exponent.strip_prefix(['e', 'E'])?;
+                let unsigned = digits.strip_prefix(['+', '-']).unwrap_or(digits);
+                if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                (digits.parse::<i32>().ok()?, 0, Format::DecimalExponent)
+            }
         };
+        Some(Spelling {
+            negative,
+            whole,
+            fraction,
+            pow10,
+            pow2,
+            format,
+        })
+    }
+}
+
+/// A quantity's exact value, `mantissa × 10^exponent`, and its format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Exact {
+    mantissa: i128,
+    exponent: i32,
+    format: Format,
+}
+
+impl Exact {
+    fn parse(s: &str) -> Option<Exact> {
+        let Spelling {
+            negative,
+            whole,
+            fraction,
+            pow10,
+            pow2,
+            format,
+        } = Spelling::split(s)?;
         let mut mantissa: i128 = 0;
         for b in whole.bytes().chain(fraction.bytes()) {
             mantissa = mantissa

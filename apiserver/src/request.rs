@@ -165,16 +165,18 @@ impl Query {
     }
 }
 
+/// The target of an object path, for tests.
+#[cfg(test)]
+pub(crate) fn target(path: &str) -> Target {
+    match route(path).unwrap() {
+        Route::Object(t) => t,
+        other => panic!("{other:?}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn target(path: &str) -> Target {
-        match route(path).unwrap() {
-            Route::Object(t) => t,
-            other => panic!("{other:?}"),
-        }
-    }
 
     #[test]
     fn core_paths() {

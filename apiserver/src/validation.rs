@@ -2,7 +2,8 @@
 //! unknown fields are found by decoding the body into the k8s-openapi type of its kind and
 //! comparing what survives the round trip with what was sent. `Strict` refuses the write
 //! (400 `strict decoding error: unknown field "…"`), `Warn` answers with `Warning` headers.
-//! The double keeps unknown fields it accepted (upstream drops them).
+//! Accepted or not, unknown fields are not stored: the Go encoding drops them
+//! ([`crate::wire`]).
 //!
 //! The same decoding finds values of the wrong type — a boolean where a string belongs, a
 //! time that is not RFC 3339 — which kube-apiserver's decoder refuses whatever the directive:
@@ -23,6 +24,20 @@ use serde_json::Value;
 
 use crate::resources::Resource;
 use crate::status::{Error, Result};
+
+/// `ValidateDryRun`: no value, or `All` alone (a dry run); anything else is the field
+/// error every options kind reports.
+pub fn dry_run<S: AsRef<str>>(values: &[S]) -> std::result::Result<bool, crate::field::Error> {
+    match values {
+        [] => Ok(false),
+        [all] if all.as_ref() == "All" => Ok(true),
+        other => Err(crate::field::Error::not_supported(
+            "dryRun",
+            crate::field::Value::strings(other),
+            &["All"],
+        )),
+    }
+}
 
 /// The `fieldValidation` directive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -50,18 +50,9 @@ impl Layout {
 }
 
 fn sandbox_config(name: &str) -> v1::PodSandboxConfig {
-    v1::PodSandboxConfig {
-        metadata: Some(v1::PodSandboxMetadata {
-            name: name.to_owned(),
-            uid: format!("uid-{name}"),
-            namespace: "default".to_owned(),
-            attempt: 0,
-        }),
-        hostname: name.to_owned(),
-        // Under /var/log as a kubelet names it; a name no host has there.
-        log_directory: format!("/var/log/pods/nodeconform-host-root-test_{name}"),
-        ..Default::default()
-    }
+    // Under /var/log as a kubelet names it; a name no host has there.
+    let logs = format!("/var/log/pods/nodeconform-host-root-test_{name}");
+    common::sandbox_config(name, &logs)
 }
 
 fn with_mount(name: &str, script: &str, host_path: &str) -> v1::ContainerConfig {

@@ -128,19 +128,12 @@ pub(super) fn create(resource: &Resource, obj: &Value) -> Vec<FieldError> {
     out
 }
 
-fn finalizers(obj: &Value) -> Vec<&str> {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|f| f.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default()
-}
-
 /// The metadata of an updated object.
 pub(super) fn update(old: &Value, new: &Value) -> Vec<FieldError> {
     let mut out = Vec::new();
     if !meta::str_field(old, "deletionTimestamp").is_empty() {
-        let before = finalizers(old);
-        let mut extra: Vec<&str> = finalizers(new)
+        let before = meta::finalizers(old);
+        let mut extra: Vec<&str> = meta::finalizers(new)
             .into_iter()
             .filter(|f| !before.contains(f))
             .collect();

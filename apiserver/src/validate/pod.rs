@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::field::{Error as FieldError, Value as Bad};
 
@@ -22,8 +22,9 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-fn list<'a>(spec: &'a Map<String, Value>, key: &str) -> &'a [Value] {
-    spec.get(key)
+/// The items of the list at `key` of an object (none when absent or not a list).
+fn list<'a>(obj: &'a Value, key: &str) -> &'a [Value] {
+    obj.get(key)
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
 }
@@ -39,8 +40,7 @@ fn one_of(errors: &mut Vec<FieldError>, path: &str, value: &str, allowed: &[&str
 /// The checks of a new pod.
 pub(super) fn create(pod: &Value) -> Vec<FieldError> {
     let mut out = Vec::new();
-    let empty = Map::new();
-    let spec = pod.get("spec").and_then(Value::as_object).unwrap_or(&empty);
+    let spec = pod.get("spec").unwrap_or(&Value::Null);
     let volumes = volumes(spec, &mut out);
     let mut names = BTreeSet::new();
     for (key, path) in [
@@ -89,7 +89,7 @@ pub(super) fn create(pod: &Value) -> Vec<FieldError> {
 }
 
 /// The volumes' names (valid, unique), returned for the mounts to refer to.
-fn volumes(spec: &Map<String, Value>, out: &mut Vec<FieldError>) -> BTreeSet<String> {
+fn volumes(spec: &Value, out: &mut Vec<FieldError>) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for (i, v) in list(spec, "volumes").iter().enumerate() {
         let path = format!("spec.volumes[{i}].name");
@@ -138,13 +138,7 @@ fn container(c: &Value, path: &str, volumes: &BTreeSet<String>, out: &mut Vec<Fi
             &PULL_POLICIES,
         ));
     }
-    for (i, port) in c
-        .get("ports")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    for (i, port) in list(c, "ports").iter().enumerate() {
         let n = port
             .get("containerPort")
             .and_then(Value::as_i64)
@@ -157,13 +151,7 @@ fn container(c: &Value, path: &str, volumes: &BTreeSet<String>, out: &mut Vec<Fi
             ));
         }
     }
-    for (i, mount) in c
-        .get("volumeMounts")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    for (i, mount) in list(c, "volumeMounts").iter().enumerate() {
         let name = str_of(mount, "name");
         let at = format!("{path}.volumeMounts[{i}]");
         if name.is_empty() {
@@ -188,8 +176,7 @@ pub(super) fn update(old: &Value, new: &Value) -> Vec<FieldError> {
     let (empty_old, empty_new) = (Value::Null, Value::Null);
     let old_spec = old.get("spec").unwrap_or(&empty_old);
     let new_spec = new.get("spec").unwrap_or(&empty_new);
-    let count =
-        |spec: &Value, key: &str| spec.get(key).and_then(Value::as_array).map_or(0, Vec::len);
+    let count = |spec: &Value, key: &str| list(spec, key).len();
     for (key, path) in [
         ("containers", "spec.containers"),
         ("initContainers", "spec.initContainers"),
@@ -230,14 +217,12 @@ pub(super) fn update(old: &Value, new: &Value) -> Vec<FieldError> {
 
 /// `validateOnlyDeletedSchedulingGates`: no gate the pod did not have.
 fn only_deleted_scheduling_gates(old_spec: &Value, new_spec: &Value) -> Vec<FieldError> {
-    let gates = |s: &Value| -> Vec<String> {
-        let items = s.get("schedulingGates").and_then(Value::as_array);
-        items
-            .into_iter()
-            .flatten()
-            .map(|g| g["name"].as_str().unwrap_or_default().to_owned())
+    fn gates(spec: &Value) -> Vec<&str> {
+        list(spec, "schedulingGates")
+            .iter()
+            .map(|g| str_of(g, "name"))
             .collect()
-    };
+    }
     let old = gates(old_spec);
     gates(new_spec)
         .iter()
@@ -256,10 +241,8 @@ fn only_deleted_scheduling_gates(old_spec: &Value, new_spec: &Value) -> Vec<Fiel
 /// `tolerationSeconds`.
 fn only_added_tolerations(old_spec: &Value, new_spec: &Value) -> Option<FieldError> {
     let tolerations = |s: &Value| -> Vec<Value> {
-        let items = s.get("tolerations").and_then(Value::as_array);
-        items
-            .into_iter()
-            .flatten()
+        list(s, "tolerations")
+            .iter()
             .map(|t| {
                 let mut t = t.clone();
                 if let Some(map) = t.as_object_mut() {

@@ -60,17 +60,7 @@ impl Env {
     }
 
     pub fn sandbox_config(&self, name: &str) -> v1::PodSandboxConfig {
-        v1::PodSandboxConfig {
-            metadata: Some(v1::PodSandboxMetadata {
-                name: name.to_owned(),
-                uid: format!("uid-{name}"),
-                namespace: "default".to_owned(),
-                attempt: 0,
-            }),
-            hostname: name.to_owned(),
-            log_directory: self.log_dir().join(name).display().to_string(),
-            ..Default::default()
-        }
+        sandbox_config(name, &self.log_dir().join(name).display().to_string())
     }
 
     pub async fn sandbox(&mut self, name: &str) -> String {
@@ -378,6 +368,21 @@ pub async fn http(socket: &Path, method: &str, path: &str, body: &str) -> (u16, 
         serde_json::Value::String(String::from_utf8_lossy(&bytes).into_owned())
     });
     (status, value)
+}
+
+/// A sandbox `name` in `default` (uid `uid-<name>`) writing its logs to `log_directory`.
+pub fn sandbox_config(name: &str, log_directory: &str) -> v1::PodSandboxConfig {
+    v1::PodSandboxConfig {
+        metadata: Some(v1::PodSandboxMetadata {
+            name: name.to_owned(),
+            uid: format!("uid-{name}"),
+            namespace: "default".to_owned(),
+            attempt: 0,
+        }),
+        hostname: name.to_owned(),
+        log_directory: log_directory.to_owned(),
+        ..Default::default()
+    }
 }
 
 pub fn image_spec(image: &str) -> v1::ImageSpec {
