@@ -25,6 +25,7 @@
 //!   names the sandbox and writes the pod's `/etc/hosts`; [`env`] builds a
 //!   container's environment (with [`resource`] for its limits and requests); [`lifecycle`] runs
 //!   `postStart`/`preStop` hooks; [`keyring`] matches pull secrets to images;
+//!   [`podutil`] holds the pod helpers they share (restart policy, sidecars);
 //!   [`active_deadline`] fails pods past their
 //!   `activeDeadlineSeconds`; [`events`]
 //!   records the events `kubectl describe` shows;
@@ -72,6 +73,7 @@ pub mod pod_hostname;
 pub mod pod_logs;
 pub mod pod_status;
 pub mod pod_workers;
+pub mod podutil;
 pub mod prober;
 pub mod resource;
 pub mod runtime;

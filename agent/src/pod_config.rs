@@ -21,6 +21,7 @@ use tracing::Instrument;
 
 use crate::metrics::Metrics;
 use crate::pod_status::KUBELET_CONDITIONS;
+use crate::podutil::uid;
 
 /// What happened to the pods of an update.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,10 +45,6 @@ pub struct PodUpdate {
     pub op: Op,
     /// The pods.
     pub pods: Vec<Arc<Pod>>,
-}
-
-fn uid(pod: &Pod) -> String {
-    pod.metadata.uid.clone().unwrap_or_default()
 }
 
 /// The annotation naming where the kubelet got a pod from (`file`, `http`;

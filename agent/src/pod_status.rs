@@ -13,6 +13,9 @@ use k8s_openapi::api::core::v1::{
 };
 
 use crate::active_deadline;
+use crate::podutil::{
+    app_containers, init_containers, is_restartable_init_container, restart_policy,
+};
 use crate::runtime::{self, ContainerState as RtState};
 
 mod conditions;
@@ -82,22 +85,15 @@ pub fn is_terminal_phase(phase: Option<&str>) -> bool {
     matches!(phase, Some(SUCCEEDED | FAILED))
 }
 
-fn restart_policy(pod: &Pod) -> &str {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.restart_policy.as_deref())
-        .unwrap_or("Always")
-}
-
-fn init_containers(pod: &Pod) -> &[Container] {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.init_containers.as_deref())
-        .unwrap_or_default()
-}
-
-fn app_containers(pod: &Pod) -> &[Container] {
-    pod.spec.as_ref().map_or(&[], |s| s.containers.as_slice())
+/// `HasAnyActiveRegularContainerStarted`: an app container exists in the pod's
+/// current sandbox, so its init containers have all run (or, for sidecars, started).
+fn has_active_app_container(pod: &Pod, rt: &runtime::PodStatus) -> bool {
+    let Some(sandbox) = rt.sandbox() else {
+        return false;
+    };
+    rt.containers
+        .iter()
+        .any(|c| c.sandbox_id == sandbox.id && app_containers(pod).iter().any(|a| a.name == c.name))
 }
 
 /// `ShouldContainerBeRestarted`: whether the next sync starts this container again.
@@ -111,6 +107,8 @@ pub fn should_restart(container: &Container, pod: &Pod, rt: &runtime::PodStatus)
     match status.state {
         RtState::Running => false,
         RtState::Unknown | RtState::Created => true,
+        // A sidecar runs for as long as the pod does, whatever the pod's policy.
+        RtState::Exited if is_restartable_init_container(container) => true,
         RtState::Exited => match restart_policy(pod) {
             "Never" => false,
             "OnFailure" => status.exit_code != 0,
@@ -162,7 +160,13 @@ pub fn generate(input: &Input<'_>) -> PodStatus {
         init_containers(pod),
         true,
     );
-    let mut phase = get_phase(pod, &init, &app, input.terminal);
+    let mut phase = get_phase(
+        pod,
+        &init,
+        &app,
+        input.terminal,
+        has_active_app_container(pod, input.runtime),
+    );
     if !is_terminal_phase(Some(phase))
         && let Some(p) = [old.phase.as_deref(), api_status.phase.as_deref()]
             .into_iter()

@@ -1,5 +1,5 @@
-//! The prober: startup, liveness and readiness probes of running containers
-//! (the kubelet's `prober` workers and results managers).
+//! The prober: startup, liveness and readiness probes of running app containers
+//! and sidecars (the kubelet's `prober` workers and results managers).
 //!
 //! A pod worker owns one [`Prober`]. It tracks the running container of
 //! each name, runs the probes that are due (exec via CRI `ExecSync`,
@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::{Pod, Probe};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use tokio::time::Instant;
 
+use crate::podutil;
 use crate::runtime::{self, ContainerState, Runtime};
 
 /// Which probes a container declares.
@@ -164,7 +165,12 @@ impl Prober {
             return;
         };
         let mut keep = HashMap::new();
-        for c in &spec.containers {
+        let sidecars = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .filter(|c| podutil::is_restartable_init_container(c));
+        for c in spec.containers.iter().chain(sidecars) {
             let d = declared(c);
             if !(d.startup || d.liveness || d.readiness) {
                 continue;

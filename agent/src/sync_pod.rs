@@ -21,9 +21,11 @@ use tokio::time::Instant;
 
 mod converge;
 mod image;
+mod init_containers;
 mod kill;
 mod sandbox;
 mod start;
+mod termination_order;
 
 pub use image::{pull_policy, valid_reference};
 
@@ -39,6 +41,7 @@ use crate::env;
 use crate::events::{self, Type};
 use crate::metrics::Metrics;
 use crate::pod_status::{self, Reason, is_terminal_phase};
+use crate::podutil::{init_containers, is_restartable_init_container, restart_policy};
 use crate::prober::Prober;
 use crate::runtime::{self, Runtime};
 use crate::status_manager;
@@ -287,21 +290,44 @@ async fn sync_running(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime
     }
     let mut killed = false;
     let kills = state.prober.take_kills();
-    let ids: Vec<&str> = kills.iter().map(|k| k.id.as_str()).collect();
+    // Sidecars are restarted whatever the pod's policy and do not keep a pod alive:
+    // the plan is the app containers'.
+    let sidecar = |name: &str| {
+        init_containers(pod)
+            .iter()
+            .any(|c| c.name == name && is_restartable_init_container(c))
+    };
+    let ids: Vec<&str> = kills
+        .iter()
+        .filter(|k| !sidecar(&k.name))
+        .map(|k| k.id.as_str())
+        .collect();
     let plan = kill::ProbeKill::plan(
-        converge::restart_policy(pod),
+        restart_policy(pod),
         &ids,
-        rt.running().map(|c| c.id.as_str()),
+        rt.running()
+            .filter(|c| !sidecar(&c.name))
+            .map(|c| c.id.as_str()),
     );
     for kill in &kills {
         tracing::info!(pod = %runtime::pod_key(pod), container = %kill.name, ?plan, "container failed its liveness or startup probe");
-        let message = plan.message(&kill.name, kill.probe);
+        let (message, grace) = if sidecar(&kill.name) {
+            let message = format!("Init container {} failed {} probe", kill.name, kill.probe);
+            let grace = kill::ProbeKill::Containers { restart: true }.grace(pod, kill.grace);
+            (Some(message), grace)
+        } else {
+            (
+                plan.message(&kill.name, kill.probe),
+                plan.grace(pod, kill.grace),
+            )
+        };
         let container = kill::Kill {
             id: &kill.id,
             name: &kill.name,
             message: message.as_deref(),
-            grace: plan.grace(pod, kill.grace),
+            grace,
             pod_ip: pod_ip.as_deref(),
+            order: None,
         };
         kill_container(ctx, pod, container).await?;
         if let Some(c) = rt.containers.iter().find(|c| c.id == kill.id) {

@@ -28,7 +28,11 @@ pub(crate) fn go_list(names: &[String]) -> String {
 pub fn containers_ready_condition(pod: &Pod, all: &[ContainerStatus], phase: &str) -> PodCondition {
     let mut unknown = Vec::new();
     let mut unready = Vec::new();
-    for c in app_containers(pod) {
+    // Sidecars count first, then the app containers (their order in the message).
+    let sidecars = init_containers(pod)
+        .iter()
+        .filter(|c| is_restartable_init_container(c));
+    for c in sidecars.chain(app_containers(pod)) {
         match all.iter().find(|s| s.name == c.name) {
             Some(s) if !s.ready => unready.push(c.name.clone()),
             Some(_) => {}
@@ -133,9 +137,15 @@ pub fn initialized_condition(
     let mut unknown = Vec::new();
     let mut incomplete = Vec::new();
     for c in init_containers(pod) {
+        // `isInitContainerInitialized`: a sidecar once started, any other once it succeeded.
         match init.iter().find(|s| s.name == c.name) {
             None => unknown.push(c.name.clone()),
-            Some(s) if !s.ready => incomplete.push(c.name.clone()),
+            Some(s) if is_restartable_init_container(c) && s.started != Some(true) => {
+                incomplete.push(c.name.clone());
+            }
+            Some(s) if !is_restartable_init_container(c) && !s.ready => {
+                incomplete.push(c.name.clone());
+            }
             Some(_) => {}
         }
     }

@@ -198,6 +198,7 @@ pub(crate) fn convert_statuses(
     // Containers that failed to start, or wait for a restart, are waiting with the recorded reason.
     for c in containers {
         if is_init
+            && !is_restartable_init_container(c)
             && let Some(s) = rt.latest(&c.name)
             && s.state == RtState::Exited
             && s.exit_code == 0
@@ -228,16 +229,20 @@ pub(crate) fn convert_statuses(
             ..Default::default()
         });
     }
-    // Readiness and started (the prober's `UpdatePodStatus`): a running
-    // container without probes is ready and started, a succeeded init container ready.
-    for status in statuses.values_mut() {
+    // Readiness and started (the prober's `UpdatePodStatus`): a running app
+    // container or sidecar without probes is ready and started, a succeeded init
+    // container ready.
+    for c in containers {
+        let Some(status) = statuses.get_mut(&c.name) else {
+            continue;
+        };
         let (running, _, _) = state_of(status);
         let succeeded = status
             .state
             .as_ref()
             .and_then(|s| s.terminated.as_ref())
             .is_some_and(|t| t.exit_code == 0);
-        if is_init {
+        if is_init && !is_restartable_init_container(c) {
             status.ready = succeeded;
             status.started = Some(running);
         } else {

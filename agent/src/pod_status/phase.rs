@@ -4,74 +4,95 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 
 use super::*;
 
-/// `getPhase`: the pod phase from the container statuses.
+/// How one container counts toward the phase, from its status.
+enum Counted {
+    Running,
+    /// Terminated now, or waiting to restart after a termination: the exit code.
+    Stopped(i32),
+    /// Waiting for its first start.
+    Waiting,
+    Unknown,
+}
+
+fn count(status: Option<&ContainerStatus>) -> Counted {
+    let Some(s) = status else {
+        return Counted::Unknown;
+    };
+    let state = s.state.as_ref();
+    if state.is_some_and(|st| st.running.is_some()) {
+        Counted::Running
+    } else if let Some(t) = state.and_then(|st| st.terminated.as_ref()) {
+        Counted::Stopped(t.exit_code)
+    } else if state.is_some_and(|st| st.waiting.is_some()) {
+        match s.last_state.as_ref().and_then(|l| l.terminated.as_ref()) {
+            Some(t) => Counted::Stopped(t.exit_code),
+            None => Counted::Waiting,
+        }
+    } else {
+        Counted::Unknown
+    }
+}
+
+/// `getPhase`: the pod phase from the container statuses. `initialized`: an app
+/// container of the current sandbox exists (`HasAnyActiveRegularContainerStarted`), so
+/// a restarting sidecar does not send the pod back to `Pending`.
 pub fn get_phase(
     pod: &Pod,
     init: &[ContainerStatus],
     app: &[ContainerStatus],
     terminal: bool,
+    initialized: bool,
 ) -> &'static str {
-    let find = |list: &[ContainerStatus], name: &str| list.iter().find(|s| s.name == name).cloned();
-    let mut pending_init = 0;
-    let mut failed_init = 0;
+    let (mut pending_regular_init, mut pending_sidecars, mut failed_init) = (0, 0, 0);
+    let (mut unknown, mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0, 0);
     for c in init_containers(pod) {
-        let Some(s) = find(init, &c.name) else {
-            pending_init += 1;
+        let status = init.iter().find(|s| s.name == c.name);
+        if is_restartable_init_container(c) {
+            // A sidecar counts as running while it runs and is pending until it has
+            // started; once stopped it no longer counts (it does not end the pod).
+            match count(status) {
+                Counted::Running => {
+                    if status.and_then(|s| s.started) != Some(true) {
+                        pending_sidecars += 1;
+                    }
+                    running += 1;
+                }
+                Counted::Stopped(_) => {}
+                Counted::Waiting => {
+                    pending_sidecars += 1;
+                    waiting += 1;
+                }
+                Counted::Unknown => {
+                    pending_sidecars += 1;
+                    unknown += 1;
+                }
+            }
             continue;
-        };
-        let st = s.state.unwrap_or_default();
-        if st.running.is_some() {
-            pending_init += 1;
-        } else if let Some(t) = st.terminated {
-            if t.exit_code != 0 {
-                failed_init += 1;
-            }
-        } else if st.waiting.is_some() {
-            match s.last_state.and_then(|l| l.terminated) {
-                Some(t) if t.exit_code != 0 => failed_init += 1,
-                Some(_) => {}
-                None => pending_init += 1,
-            }
-        } else {
-            pending_init += 1;
+        }
+        match count(status) {
+            Counted::Stopped(0) => {}
+            Counted::Stopped(_) => failed_init += 1,
+            Counted::Running | Counted::Waiting | Counted::Unknown => pending_regular_init += 1,
         }
     }
-    let (mut unknown, mut running, mut waiting_n, mut stopped, mut succeeded) = (0, 0, 0, 0, 0);
     for c in app_containers(pod) {
-        let Some(s) = find(app, &c.name) else {
-            unknown += 1;
-            continue;
-        };
-        let st = s.state.unwrap_or_default();
-        if st.running.is_some() {
-            running += 1;
-        } else if let Some(t) = st.terminated {
-            stopped += 1;
-            if t.exit_code == 0 {
-                succeeded += 1;
-            }
-        } else if st.waiting.is_some() {
-            if s.last_state.and_then(|l| l.terminated).is_some() {
+        match count(app.iter().find(|s| s.name == c.name)) {
+            Counted::Running => running += 1,
+            Counted::Stopped(code) => {
                 stopped += 1;
-            } else {
-                waiting_n += 1;
+                if code == 0 {
+                    succeeded += 1;
+                }
             }
-        } else {
-            unknown += 1;
+            Counted::Waiting => waiting += 1,
+            Counted::Unknown => unknown += 1,
         }
     }
     let policy = restart_policy(pod);
     if failed_init > 0 && policy == "Never" {
         return FAILED;
     }
-    let any_regular_started = app.iter().any(|s| {
-        let st = s.state.as_ref();
-        st.is_some_and(|st| st.running.is_some() || st.terminated.is_some())
-            || s.last_state
-                .as_ref()
-                .is_some_and(|l| l.terminated.is_some())
-    });
-    if (pending_init > 0 && !any_regular_started) || waiting_n > 0 {
+    if pending_regular_init > 0 || (pending_sidecars > 0 && !initialized) || waiting > 0 {
         return PENDING;
     }
     if running > 0 && unknown == 0 {

@@ -19,8 +19,9 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use super::{SyncLoop, uid};
+use super::SyncLoop;
 use crate::mirror_pods::{MirrorClient, is_mirror_of};
+use crate::podutil::uid;
 // A static pod and its mirror share their `namespace/name`, the kubelet's full name.
 use crate::pod_config::Op;
 use crate::runtime::pod_key as full_name;

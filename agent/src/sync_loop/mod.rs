@@ -23,6 +23,7 @@ use crate::mirror_pods::is_mirror;
 use crate::pleg::{self, Snapshot};
 use crate::pod_config::{Op, PodUpdate};
 use crate::pod_workers::{self, Done, Kind, PodWorkers, Update};
+use crate::podutil::uid;
 use crate::runtime::Runtime;
 use crate::status_manager;
 
@@ -59,10 +60,6 @@ pub struct Inputs {
     pub done: mpsc::UnboundedReceiver<Done>,
     /// The complete set of static pods, whenever it changes.
     pub static_pods: mpsc::UnboundedReceiver<Vec<Arc<Pod>>>,
-}
-
-fn uid(pod: &Pod) -> String {
-    pod.metadata.uid.clone().unwrap_or_default()
 }
 
 impl SyncLoop {

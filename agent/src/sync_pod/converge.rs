@@ -1,22 +1,19 @@
-//! `computePodActions` + `SyncPod`'s order: sandbox, init containers one at a
-//! time, then the app containers.
+//! `computePodActions` + `SyncPod`'s order: sandbox, init containers (one at a
+//! time, sidecars kept running, [`init_containers`]), then the app containers; and
+//! `KillPod` for sidecars left running once the app containers are done.
 
 use k8s_openapi::api::core::v1::Pod;
 use tokio::time::Instant;
 
+use super::init_containers::{self, InitActions};
+use super::kill;
 use super::sandbox::PodSandbox;
 use super::start::start;
 use super::{Context, PodState, earliest};
 use crate::events::Type;
 use crate::pod_status;
+use crate::podutil::{init_containers, restart_policy};
 use crate::runtime::{self, ContainerState};
-
-pub(super) fn restart_policy(pod: &Pod) -> &str {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.restart_policy.as_deref())
-        .unwrap_or("Always")
-}
 
 /// One step of `computePodActions` + `SyncPod`; true if the runtime changed.
 pub(super) async fn converge(
@@ -87,40 +84,92 @@ pub(super) async fn converge(
     }
     let fresh_sandbox = !sandbox_ok;
 
-    // Init containers, one at a time, in order, until an app container has run.
-    let inits = spec.init_containers.as_deref().unwrap_or_default();
-    let app_started = spec.containers.iter().any(|c| rt.latest(&c.name).is_some());
-    if !inits.is_empty() && (!app_started || fresh_sandbox && restart_policy(pod) != "Never") {
-        for c in inits {
-            let latest = if fresh_sandbox {
-                None
-            } else {
-                rt.latest(&c.name)
-            };
-            match latest.map(|l| (l.state, l.exit_code)) {
-                Some((ContainerState::Exited, 0)) => continue,
-                Some((ContainerState::Running, _)) => return Ok(acted),
-                Some((ContainerState::Exited, _)) if restart_policy(pod) == "Never" => {
-                    return Ok(acted);
-                }
-                _ => {
-                    let started =
-                        start(ctx, state, pod, c, &sandbox, rt.latest(&c.name), wake).await?;
-                    return Ok(acted || started);
-                }
-            }
+    let inits = init_containers(pod);
+    if fresh_sandbox {
+        // A new sandbox starts from the first init container, unless the app
+        // containers ran and the pod does not restart them.
+        let app_started = spec.containers.iter().any(|c| rt.latest(&c.name).is_some());
+        if let Some(first) = inits.first()
+            && (!app_started || restart_policy(pod) != "Never")
+        {
+            let started = start(
+                ctx,
+                state,
+                pod,
+                first,
+                &sandbox,
+                rt.latest(&first.name),
+                wake,
+            )
+            .await?;
+            return Ok(acted || started);
         }
     }
-    for c in &spec.containers {
-        let latest = rt.latest(&c.name);
-        let needs_start = match latest {
-            None => true,
-            Some(l) if fresh_sandbox => l.state != ContainerState::Running,
-            Some(_) => pod_status::should_restart(c, pod, rt),
-        };
-        if needs_start && pod.metadata.deletion_timestamp.is_none() {
-            acted |= start(ctx, state, pod, c, &sandbox, latest, wake).await?;
+    let probes = state.prober.results();
+    let init = if fresh_sandbox {
+        InitActions {
+            initialized: true,
+            ..InitActions::default()
+        }
+    } else {
+        init_containers::compute(pod, rt, restart_policy(pod) != "Never", |name| {
+            probes.get(name).is_none_or(|&(_, started)| started)
+        })
+    };
+    if init.failed {
+        // The phase says Failed; the worker then kills the pod.
+        return Ok(acted);
+    }
+    let to_start: Vec<_> = if init.initialized {
+        spec.containers
+            .iter()
+            .filter(|c| match rt.latest(&c.name) {
+                None => true,
+                Some(l) if fresh_sandbox => l.state != ContainerState::Running,
+                Some(_) => pod_status::should_restart(c, pod, rt),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if init.initialized
+        && to_start.is_empty()
+        && !spec.containers.iter().any(|c| {
+            rt.latest(&c.name)
+                .is_some_and(|l| l.state == ContainerState::Running)
+        })
+    {
+        // `KillPod`: no app container runs or will run again, so the sidecars
+        // must not keep the pod alive: stop them, in reverse order, restarting none.
+        return Ok(kill_sidecars(ctx, state, pod, rt).await? || acted);
+    }
+    for &i in &init.start {
+        let c = &inits[i];
+        acted |= start(ctx, state, pod, c, &sandbox, rt.latest(&c.name), wake).await?;
+    }
+    if pod.metadata.deletion_timestamp.is_none() {
+        for c in to_start {
+            acted |= start(ctx, state, pod, c, &sandbox, rt.latest(&c.name), wake).await?;
         }
     }
     Ok(acted)
+}
+
+/// Stops the pod's running sidecars once its app containers are done
+/// (`killPodWithSyncResult` with the pod's grace period and the termination ordering).
+async fn kill_sidecars(
+    ctx: &Context,
+    state: &mut PodState,
+    pod: &Pod,
+    rt: &runtime::PodStatus,
+) -> runtime::Result<bool> {
+    if rt.running().next().is_none() {
+        return Ok(false);
+    }
+    let pod_ip = rt.sandbox().and_then(|s| s.ip.as_deref());
+    kill::kill_running(ctx, pod, rt, crate::pod_workers::grace_period(pod), pod_ip).await?;
+    for c in rt.running() {
+        state.runtime.touch_container(&c.id, &c.sandbox_id);
+    }
+    Ok(true)
 }

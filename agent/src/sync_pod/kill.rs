@@ -8,9 +8,11 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use tokio::time::Instant;
 
+use super::termination_order::TerminationOrder;
 use super::{Context, PodState, publish};
 use crate::events::Type;
 use crate::lifecycle;
+use crate::podutil::has_restartable_init_container;
 use crate::runtime::{self, ContainerState};
 use crate::volume_manager;
 
@@ -36,6 +38,9 @@ pub(super) struct Kill<'a> {
     pub grace: Duration,
     /// The pod's IP, for an `httpGet` hook.
     pub pod_ip: Option<&'a str>,
+    /// When the pod's containers are killed together and it has sidecars: the order
+    /// their stops wait for.
+    pub order: Option<&'a TerminationOrder>,
 }
 
 /// How `computePodActions` kills the containers whose liveness or startup
@@ -153,12 +158,50 @@ pub(super) async fn kill_container(
         // `executePreStopHook` returns whole seconds.
         grace = grace.saturating_sub(Duration::from_secs(started.elapsed().as_secs()));
     }
+    if let Some(order) = kill.order
+        && !grace.is_zero()
+    {
+        let waited = order.wait_for_turn(kill.name, grace).await;
+        grace = grace.saturating_sub(Duration::from_secs(waited.as_secs()));
+    }
     let grace = grace.max(ctx.timings.minimum_stop_grace);
-    ctx.runtime.stop_container(kill.id, grace).await
+    ctx.runtime.stop_container(kill.id, grace).await?;
+    if let Some(order) = kill.order {
+        order.terminated(kill.name);
+    }
+    Ok(())
+}
+
+/// `killContainersWithSyncResult`: kills every running container of `rt` at once,
+/// each with `grace`, the sidecars after the app containers in reverse order.
+pub(super) async fn kill_running(
+    ctx: &Context,
+    pod: &Pod,
+    rt: &runtime::PodStatus,
+    grace: Duration,
+    pod_ip: Option<&str>,
+) -> runtime::Result<()> {
+    let order = has_restartable_init_container(pod)
+        .then(|| TerminationOrder::new(pod, rt.running().map(|c| c.name.as_str())));
+    let kills = rt.running().map(|c| {
+        let kill = Kill {
+            id: &c.id,
+            name: &c.name,
+            message: None,
+            grace,
+            pod_ip,
+            order: order.as_ref(),
+        };
+        kill_container(ctx, pod, kill)
+    });
+    for result in futures::future::join_all(kills).await {
+        result?;
+    }
+    Ok(())
 }
 
 /// Kills a pod: kills its running containers at once, each with `grace`
-/// ([`kill_container`]), stops its sandboxes, tears its volumes down and
+/// (`kill_running`), stops its sandboxes, tears its volumes down and
 /// reports the final status.
 pub async fn kill(
     ctx: &Context,
@@ -173,19 +216,7 @@ pub async fn kill(
         .pod_status_refreshed(pod, &mut state.runtime)
         .await?;
     let pod_ip = rt.sandbox().and_then(|s| s.ip.as_deref());
-    let kills = rt.running().map(|c| {
-        let kill = Kill {
-            id: &c.id,
-            name: &c.name,
-            message: None,
-            grace,
-            pod_ip,
-        };
-        kill_container(ctx, pod, kill)
-    });
-    for result in futures::future::join_all(kills).await {
-        result?;
-    }
+    kill_running(ctx, pod, &rt, grace, pod_ip).await?;
     for c in rt.running() {
         state.runtime.touch_container(&c.id, &c.sandbox_id);
     }

@@ -311,6 +311,7 @@ pub(super) async fn start(
             message: Some("FailedPostStartHook"),
             grace: crate::pod_workers::grace_period(pod),
             pod_ip: None,
+            order: None,
         };
         kill_container(ctx, pod, kill).await?;
         // Shown as the waiting reason until the container is started again.

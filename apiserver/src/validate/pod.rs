@@ -54,6 +54,7 @@ pub(super) fn create(pod: &Value) -> Vec<FieldError> {
         for (i, c) in containers.iter().enumerate() {
             let path = format!("{path}[{i}]");
             container(c, &path, &volumes, &mut out);
+            restart_policy(c, &path, key == "initContainers", &mut out);
             let name = str_of(c, "name");
             if !name.is_empty() && !names.insert(name.to_owned()) {
                 out.push(FieldError::duplicate(
@@ -86,6 +87,40 @@ pub(super) fn create(pod: &Value) -> Vec<FieldError> {
         ));
     }
     out
+}
+
+/// A container's own `restartPolicy`, as with `ContainerRestartRules` off (before 1.35):
+/// only an init container may set it, only to `Always` (a sidecar); an init container
+/// that is not a sidecar has no probes and no lifecycle hooks.
+fn restart_policy(c: &Value, path: &str, init: bool, out: &mut Vec<FieldError>) {
+    let policy = c.get("restartPolicy").and_then(Value::as_str);
+    match (init, policy) {
+        (_, None) | (true, Some("Always")) => {}
+        (true, Some(other)) => out.push(FieldError::not_supported(
+            format!("{path}.restartPolicy"),
+            Bad::str(other),
+            &["Always"],
+        )),
+        (false, Some(_)) => out.push(FieldError::forbidden(
+            format!("{path}.restartPolicy"),
+            "may not be set for non-init containers",
+        )),
+    }
+    if init && policy != Some("Always") {
+        for key in [
+            "lifecycle",
+            "livenessProbe",
+            "readinessProbe",
+            "startupProbe",
+        ] {
+            if c.get(key).is_some_and(|v| !v.is_null()) {
+                out.push(FieldError::forbidden(
+                    format!("{path}.{key}"),
+                    "may not be set for init containers without restartPolicy=Always",
+                ));
+            }
+        }
+    }
 }
 
 /// The volumes' names (valid, unique), returned for the mounts to refer to.
@@ -462,6 +497,32 @@ mod tests {
             messages(create(&bad)),
             [
                 "spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\""
+            ]
+        );
+    }
+
+    #[test]
+    fn only_init_containers_restart_on_their_own_and_only_sidecars_have_probes() {
+        let spec = json!({
+            "restartPolicy": "Never",
+            "dnsPolicy": "ClusterFirst",
+            "initContainers": [
+                {"name": "sidecar", "image": "i", "terminationMessagePolicy": "File",
+                 "restartPolicy": "Always", "startupProbe": {"exec": {"command": ["true"]}}},
+                {"name": "init", "image": "i", "terminationMessagePolicy": "File",
+                 "restartPolicy": "Never", "readinessProbe": {"exec": {"command": ["true"]}}},
+            ],
+            "containers": [
+                {"name": "app", "image": "i", "terminationMessagePolicy": "File",
+                 "restartPolicy": "Always"},
+            ],
+        });
+        assert_eq!(
+            messages(create(&pod(spec))),
+            [
+                "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers",
+                "spec.initContainers[1].restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
+                "spec.initContainers[1].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always",
             ]
         );
     }

@@ -1,0 +1,233 @@
+//! `computeInitContainerActions`: which init containers to start next, with
+//! sidecars (restartable init containers) kept running beside the rest.
+//!
+//! Regular init containers run one at a time, in order, each to success. A sidecar
+//! starts in its place in that order and lets the next init container start once it
+//! has started (its startup probe, if any, succeeded); it keeps running, and is
+//! started again whenever it exits, for as long as the pod runs. The pod is
+//! initialized once the last init container has succeeded or, for a sidecar, started.
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::podutil::{app_containers, init_containers, is_restartable_init_container};
+use crate::runtime::{self, ContainerState};
+
+/// What to do with the init containers in this sync.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct InitActions {
+    /// Indexes into `spec.initContainers` to start, in spec order.
+    pub start: Vec<usize>,
+    /// The pod is initialized: its app containers may run.
+    pub initialized: bool,
+    /// A regular init container failed and the pod's policy does not restart it:
+    /// the pod is done (its phase says `Failed`).
+    pub failed: bool,
+}
+
+/// `computeInitContainerActions` on the runtime's view `rt` of the current sandbox.
+/// `started(name)`: whether the running container `name` has started (its startup
+/// probe succeeded, or it has none).
+pub(super) fn compute(
+    pod: &Pod,
+    rt: &runtime::PodStatus,
+    restart_on_failure: bool,
+    started: impl Fn(&str) -> bool,
+) -> InitActions {
+    let inits = init_containers(pod);
+    let mut actions = InitActions::default();
+    if inits.is_empty() {
+        actions.initialized = true;
+        return actions;
+    }
+    // An app container created or running means every init container ran once, even
+    // if the runtime has since removed some of them: only sidecars need starting then.
+    let mut initialized = app_containers(pod).iter().any(|c| {
+        rt.latest(&c.name)
+            .is_some_and(|l| matches!(l.state, ContainerState::Created | ContainerState::Running))
+    });
+    let mut previously_initialized = initialized;
+    // Backwards, so the last init container the runtime still has decides where
+    // initialization stands; the sidecars before it are kept running.
+    for (i, c) in inits.iter().enumerate().rev() {
+        let sidecar = is_restartable_init_container(c);
+        let Some(latest) = rt.latest(&c.name) else {
+            if previously_initialized && sidecar {
+                actions.start.push(i);
+            }
+            continue;
+        };
+        if previously_initialized && !sidecar {
+            continue;
+        }
+        match latest.state {
+            // Created but never started: start it (again).
+            ContainerState::Created => actions.start.push(i),
+            ContainerState::Running if sidecar => {
+                if started(&c.name) {
+                    if i + 1 == inits.len() {
+                        initialized = true;
+                    } else if !previously_initialized {
+                        actions.start.push(i + 1);
+                    }
+                }
+            }
+            ContainerState::Running => {}
+            ContainerState::Exited if sidecar => actions.start.push(i),
+            ContainerState::Exited if latest.exit_code != 0 => {
+                if !restart_on_failure {
+                    return InitActions {
+                        failed: true,
+                        ..InitActions::default()
+                    };
+                }
+                actions.start.push(i);
+            }
+            ContainerState::Exited => {
+                if i + 1 == inits.len() {
+                    initialized = true;
+                } else {
+                    actions.start.push(i + 1);
+                }
+            }
+            ContainerState::Unknown => {
+                if !sidecar && !restart_on_failure {
+                    return InitActions {
+                        failed: true,
+                        ..InitActions::default()
+                    };
+                }
+                actions.start.push(i);
+            }
+        }
+        previously_initialized = true;
+    }
+    if !previously_initialized {
+        actions.start.push(0);
+    }
+    actions.start.reverse();
+    actions.start.dedup();
+    actions.initialized = initialized;
+    actions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::Container as RtContainer;
+    use k8s_openapi::api::core::v1::{Container, PodSpec};
+
+    /// A pod whose init containers are named by `inits`; `+name` is a sidecar.
+    fn pod(inits: &[&str]) -> Pod {
+        let container = |n: &str| Container {
+            name: n.trim_start_matches('+').to_owned(),
+            restart_policy: n.starts_with('+').then(|| "Always".to_owned()),
+            ..Default::default()
+        };
+        Pod {
+            spec: Some(PodSpec {
+                init_containers: Some(inits.iter().map(|n| container(n)).collect()),
+                containers: vec![container("app")],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// The runtime's view: `(name, state, exit code)`, newest first.
+    fn rt(containers: &[(&str, ContainerState, i32)]) -> runtime::PodStatus {
+        runtime::PodStatus {
+            containers: containers
+                .iter()
+                .map(|(name, state, exit_code)| RtContainer {
+                    id: format!("{name}-id"),
+                    sandbox_id: "sb".into(),
+                    name: (*name).to_owned(),
+                    state: *state,
+                    created_at: 1,
+                    started_at: 1,
+                    finished_at: 0,
+                    exit_code: *exit_code,
+                    reason: String::new(),
+                    message: String::new(),
+                    image: String::new(),
+                    image_ref: String::new(),
+                    restart_count: 0,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    use ContainerState::{Exited, Running};
+
+    #[test]
+    fn first_init_container_starts_first() {
+        let a = compute(&pod(&["a", "+s"]), &rt(&[]), true, |_| true);
+        assert_eq!(a.start, [0]);
+        assert!(!a.initialized);
+    }
+
+    #[test]
+    fn a_started_sidecar_lets_the_next_one_start_and_keeps_running() {
+        let p = pod(&["a", "+s", "b"]);
+        let a = compute(
+            &p,
+            &rt(&[("s", Running, 0), ("a", Exited, 0)]),
+            true,
+            |_| true,
+        );
+        assert_eq!(a.start, [2]);
+        let waiting = compute(
+            &p,
+            &rt(&[("s", Running, 0), ("a", Exited, 0)]),
+            true,
+            |_| false,
+        );
+        assert_eq!(
+            waiting.start,
+            Vec::<usize>::new(),
+            "not before its startup probe succeeds"
+        );
+        let done = compute(
+            &p,
+            &rt(&[("b", Exited, 0), ("s", Running, 0), ("a", Exited, 0)]),
+            true,
+            |_| true,
+        );
+        assert_eq!(
+            done,
+            InitActions {
+                start: vec![],
+                initialized: true,
+                failed: false
+            }
+        );
+    }
+
+    #[test]
+    fn an_exited_sidecar_restarts_even_after_initialization() {
+        let p = pod(&["+s"]);
+        let a = compute(
+            &p,
+            &rt(&[("app", Running, 0), ("s", Exited, 0)]),
+            false,
+            |_| true,
+        );
+        assert_eq!(
+            a,
+            InitActions {
+                start: vec![0],
+                initialized: true,
+                failed: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_failed_init_container_ends_a_pod_that_does_not_restart_it() {
+        let p = pod(&["+s", "a"]);
+        let state = rt(&[("a", Exited, 1), ("s", Running, 0)]);
+        assert!(compute(&p, &state, false, |_| true).failed);
+        assert_eq!(compute(&p, &state, true, |_| true).start, [1]);
+    }
+}
