@@ -35,7 +35,7 @@ use crate::runtime::Runtime;
 use crate::status_manager::now;
 
 /// The version string the agent reports as `kubeletVersion`.
-pub const KUBELET_VERSION: &str = concat!("v1.33.0-nodeconform.", env!("CARGO_PKG_VERSION"));
+pub const KUBELET_VERSION: &str = concat!("v1.36.0-nodeconform.", env!("CARGO_PKG_VERSION"));
 
 /// Errors from node registration.
 #[derive(Debug, thiserror::Error)]

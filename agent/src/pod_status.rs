@@ -85,6 +85,12 @@ pub fn is_terminal_phase(phase: Option<&str>) -> bool {
     matches!(phase, Some(SUCCEEDED | FAILED))
 }
 
+/// `CalculatePodStatusObservedGeneration`: the pod's `metadata.generation`, written as the
+/// status's and each condition's `observedGeneration` (an API server that sets none gets none).
+pub fn observed_generation(pod: &Pod) -> Option<i64> {
+    pod.metadata.generation.filter(|g| *g > 0)
+}
+
 /// `HasAnyActiveRegularContainerStarted`: an app container exists in the pod's
 /// current sandbox, so its init containers have all run (or, for sidecars, started).
 fn has_active_app_container(pod: &Pod, rt: &runtime::PodStatus) -> bool {
@@ -229,6 +235,13 @@ pub fn generate(input: &Input<'_>) -> PodStatus {
     conditions.push(ready);
     conditions.push(containers_ready_condition(pod, &all, phase));
     conditions.push(condition("PodScheduled", true, None, None));
+    let generation = observed_generation(pod);
+    for c in &mut conditions {
+        if KUBELET_CONDITIONS.contains(&c.type_.as_str()) {
+            c.observed_generation = generation;
+        }
+    }
+    s.observed_generation = generation;
     s.conditions = Some(conditions);
     s.container_statuses = Some(app);
     s.init_container_statuses = (!init.is_empty()).then_some(init);

@@ -418,7 +418,7 @@ async fn http_get(host: &str, port: u16, path: &str) -> Result<(), String> {
         .await
         .map_err(|e| format!("Get {url:?}: dial tcp {host}:{port}: {e}"))?;
     let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: kube-probe/1.33\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: kube-probe/1.36\r\nConnection: close\r\n\r\n"
     );
     let mut head = [0u8; 12];
     let exchange = async {

@@ -202,7 +202,7 @@ mod tests {
     use super::*;
 
     fn registry_with_pod() -> Registry {
-        let r = Registry::new(100, String::new()).unwrap();
+        let r = Registry::new(100, String::new(), crate::Version::NEWEST).unwrap();
         let pod = json!({"metadata": {"name": "p"},
             "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
         r.create(&resources::PODS, "default", pod).unwrap();

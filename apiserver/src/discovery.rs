@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::version::Info;
 use serde_json::Value;
 
 use crate::resources::{self, Resource};
+use crate::version::Version;
 
 const VERBS: [&str; 8] = [
     "create",
@@ -26,12 +27,12 @@ fn to_value<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-/// `/version`: the Kubernetes version whose API the double follows.
-pub fn version() -> Value {
+/// `/version`: the Kubernetes release the double emulates.
+pub fn version(emulated: Version) -> Value {
     to_value(&Info {
         major: "1".into(),
-        minor: "33".into(),
-        git_version: "v1.33.0-nodeconform".into(),
+        minor: emulated.minor().to_string(),
+        git_version: emulated.git_version().into(),
         git_commit: "0000000000000000000000000000000000000000".into(),
         git_tree_state: "clean".into(),
         build_date: "2025-04-23T00:00:00Z".into(),
@@ -188,6 +189,6 @@ mod tests {
         let v = groups();
         assert!(v.to_string().contains("coordination.k8s.io/v1"));
         assert!(api_group("coordination.k8s.io").is_some());
-        assert_eq!(version()["minor"], "33");
+        assert_eq!(version(Version::V1_28)["minor"], "28");
     }
 }

@@ -210,7 +210,7 @@ fn serve_fixed(
     }
     Ok(match route {
         Route::Health => h::bytes(200, "text/plain; charset=utf-8", "ok"),
-        Route::Version => h::json(200, &discovery::version()),
+        Route::Version => h::json(200, &discovery::version(ctx.registry.version)),
         Route::CoreVersions => h::json(200, &discovery::core_versions(&ctx.address)),
         Route::Groups => h::json(200, &discovery::groups()),
         Route::Group(g) => h::json(200, &discovery::api_group(&g).ok_or(Error::NoResource)?),

@@ -15,7 +15,8 @@
 //! `pods/log` through [`pod_log`], proxied to the node's kubelet by [`kubelet_client`];
 //! events.k8s.io/v1 events are converted to and from core/v1 by [`events`].
 //! Every error leaves as a `metav1.Status` via [`status`]. [`node_lifecycle`] optionally
-//! plays the node lifecycle controller.
+//! plays the node lifecycle controller. [`version`] is the release the double answers as
+//! (`--emulate-version`: 1.28 or 1.36, the newest by default).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), nodeconform_apiserver::Error> {
@@ -67,7 +68,9 @@ pub mod table;
 pub mod tls;
 pub mod validate;
 pub mod validation;
+pub mod version;
 pub mod watch;
 pub mod wire;
 
 pub use server::{ApiServer, Builder, Error};
+pub use version::Version;

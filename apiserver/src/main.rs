@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use nodeconform_apiserver::ApiServer;
+use nodeconform_apiserver::{ApiServer, Version};
 
 /// An in-process Kubernetes API server double for node agents.
 #[derive(Debug, Parser)]
@@ -45,6 +45,9 @@ struct Cli {
     /// (off: their finalizers stay, as on a kube-apiserver without controllers).
     #[arg(long)]
     garbage_collector: bool,
+    /// The Kubernetes release to answer as: 1.28 or 1.36 (`/version`, pod `generation`).
+    #[arg(long, default_value_t = Version::NEWEST)]
+    emulate_version: Version,
 }
 
 #[derive(Debug, Subcommand)]
@@ -91,6 +94,7 @@ async fn main() -> Result<()> {
         .token(cli.token)
         .node_lifecycle(cli.node_lifecycle_grace)
         .garbage_collector(cli.garbage_collector)
+        .emulate_version(cli.emulate_version)
         .kubelet_preferred_address_types(cli.kubelet_preferred_address_types)
         .start()
         .await

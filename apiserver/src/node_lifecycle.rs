@@ -163,7 +163,7 @@ mod tests {
     use super::*;
 
     fn setup() -> Registry {
-        let r = Registry::new(100, String::new()).unwrap();
+        let r = Registry::new(100, String::new(), crate::Version::NEWEST).unwrap();
         let node = json!({"metadata": {"name": "n1"}, "status": {"conditions": [
             {"type": "Ready", "status": "True", "reason": "KubeletReady"}]}});
         r.create(&resources::NODES, "", node).unwrap();

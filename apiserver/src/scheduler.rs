@@ -136,7 +136,7 @@ mod tests {
     use super::*;
 
     fn registry() -> Registry {
-        let r = Registry::new(100, String::new()).unwrap();
+        let r = Registry::new(100, String::new(), crate::Version::NEWEST).unwrap();
         for (name, node) in [("free", None), ("bound", Some("other"))] {
             let mut pod = json!({"metadata": {"name": name},
                 "spec": {"containers": [{"name": "c", "image": "busybox"}]}});

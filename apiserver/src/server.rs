@@ -16,6 +16,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::handlers::{self, Context};
 use crate::registry::Registry;
+use crate::version::Version;
 use crate::{garbage_collector, kubeconfig, node_lifecycle, scheduler, tls};
 
 /// Errors starting or using the server handle.
@@ -71,6 +72,7 @@ pub struct Builder {
     kubelet_address_types: Vec<String>,
     scheduler_node: Option<String>,
     garbage_collector: bool,
+    version: Version,
 }
 
 impl Default for Builder {
@@ -87,6 +89,7 @@ impl Default for Builder {
                 .to_vec(),
             scheduler_node: None,
             garbage_collector: false,
+            version: Version::NEWEST,
         }
     }
 }
@@ -148,6 +151,13 @@ impl Builder {
         self
     }
 
+    /// The release to answer as (`--emulate-version`; default [`Version::NEWEST`]): its
+    /// `/version` and the rules that differ between releases (see [`Version`]).
+    pub fn emulate_version(mut self, version: Version) -> Self {
+        self.version = version;
+        self
+    }
+
     /// How often an idle watch with `allowWatchBookmarks` gets a `BOOKMARK` (default 10 s).
     pub fn bookmark_interval(mut self, interval: Duration) -> Self {
         self.bookmark_interval = interval.max(Duration::from_millis(10));
@@ -177,7 +187,7 @@ impl Builder {
         let (closer, _) = tokio::sync::watch::channel(0u64);
         let (stop, _) = tokio::sync::watch::channel(0u64);
         let ctx = Arc::new(Context {
-            registry: Registry::new(self.event_window, ca_pem.unwrap_or_default())?,
+            registry: Registry::new(self.event_window, ca_pem.unwrap_or_default(), self.version)?,
             token: self.token.clone(),
             address: addr.to_string(),
             closer,

@@ -12,6 +12,7 @@ use crate::quantity::{self, Quantity};
 use crate::resources::{self, Resource};
 use crate::status::{Error, Result};
 use crate::validate;
+use crate::version::Version;
 use crate::wire;
 
 /// Which part of an object a write may change.
@@ -166,6 +167,7 @@ pub fn prepare_for_create(
     mut obj: Value,
     namespace: &str,
     writer: &Writer,
+    version: Version,
 ) -> Result<Value> {
     // Objects of a converted resource (events.k8s.io/v1 events) arrive in their storage
     // shape; only validation needs to know which API they came through.
@@ -194,9 +196,14 @@ pub fn prepare_for_create(
     }
     m.insert("uid".into(), meta::new_uid().into());
     m.insert("creationTimestamp".into(), meta::now().into());
-    // No kind served here sets `generation` in kube-apiserver 1.28 (only ReplicationControllers,
-    // PodTemplates and the apps/batch kinds do): a client's value is dropped as upstream drops it.
-    meta::metadata_mut(&mut obj).remove("generation");
+    // Of the kinds served here only pods get a `generation`, from 1.33 (ReplicationControllers,
+    // PodTemplates and the apps/batch kinds have one too): a client's value is replaced or
+    // dropped as upstream does.
+    if std::ptr::eq(resource, &resources::PODS) && version.pods_have_generation() {
+        meta::set(&mut obj, "generation", 1);
+    } else {
+        meta::metadata_mut(&mut obj).remove("generation");
+    }
     defaults::apply(resource, &mut obj);
     // The field manager sees the decoded request: defaults, no admission, no strategy.
     managed_fields::update(requested, None, &mut obj, writer);
@@ -290,6 +297,7 @@ pub fn prepare_for_update(
     mut new: Value,
     part: Part,
     writer: &Writer,
+    version: Version,
 ) -> Result<Value> {
     let resource = requested.storage();
     ensure_type(resource, &mut new)?;
@@ -366,9 +374,70 @@ pub fn prepare_for_update(
     if std::ptr::eq(resource, &resources::PODS) && part == Part::Main {
         defaults::admit_pod_update(&mut out);
     }
+    if std::ptr::eq(resource, &resources::PODS) && version.pods_have_generation() {
+        pod_generation(old, &mut out, part);
+    }
     validate::update(resource, old, &out, part)?;
     wire::encode(resource, &mut out);
     Ok(out)
+}
+
+/// `updatePodGeneration` and `preserveOldObservedGeneration`: a spec change bumps the
+/// pod's `generation`; a status write that leaves `observedGeneration` out, in the status
+/// or in a condition, keeps the stored value (conditions matched by type, in order).
+fn pod_generation(old: &Value, new: &mut Value, part: Part) {
+    if part == Part::Main && old.get("spec") != new.get("spec") {
+        let generation = new
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        meta::set(new, "generation", generation + 1);
+    }
+    if part != Part::Status {
+        return;
+    }
+    let observed = |v: &Value| {
+        v.get("observedGeneration")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+    };
+    let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let old_status = old.get("status").unwrap_or(&Value::Null);
+    let unset = status
+        .get("observedGeneration")
+        .and_then(Value::as_i64)
+        .is_none_or(|g| g == 0);
+    if unset && observed(old_status) != 0 {
+        status.insert("observedGeneration".into(), observed(old_status).into());
+    }
+    let mut old_conditions: Vec<&Value> = old_status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .map(|c| c.iter().collect())
+        .unwrap_or_default();
+    for condition in status
+        .get_mut("conditions")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        let type_ = condition.get("type").cloned();
+        let Some(i) = old_conditions
+            .iter()
+            .position(|c| c.get("type") == type_.as_ref())
+        else {
+            continue;
+        };
+        let was = observed(old_conditions.remove(i));
+        if observed(condition) == 0
+            && was != 0
+            && let Some(c) = condition.as_object_mut()
+        {
+            c.insert("observedGeneration".into(), was.into());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -382,10 +451,14 @@ mod tests {
 
     #[test]
     fn pod_create_sets_server_fields_and_defaults() {
-        let p = prepare_for_create(&PODS, pod(), "ns", &Writer::storage()).unwrap();
+        let p =
+            prepare_for_create(&PODS, pod(), "ns", &Writer::storage(), Version::NEWEST).unwrap();
         assert_eq!(p["metadata"]["namespace"], "ns");
+        assert_eq!(p["metadata"]["generation"], 1, "from 1.33");
+        let old =
+            prepare_for_create(&PODS, pod(), "ns", &Writer::storage(), Version::V1_28).unwrap();
         assert!(
-            p["metadata"].get("generation").is_none(),
+            old["metadata"].get("generation").is_none(),
             "1.28 pods have none"
         );
         assert_eq!(p["spec"]["restartPolicy"], "Always");
@@ -397,7 +470,8 @@ mod tests {
 
     fn qos(containers: Value) -> std::result::Result<(String, Value), u16> {
         let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": containers}});
-        let p = prepare_for_create(&PODS, pod, "ns", &Writer::storage()).map_err(|e| e.code())?;
+        let p = prepare_for_create(&PODS, pod, "ns", &Writer::storage(), Version::NEWEST)
+            .map_err(|e| e.code())?;
         let class = p["status"]["qosClass"]
             .as_str()
             .unwrap_or_default()
@@ -440,13 +514,15 @@ mod tests {
     #[test]
     fn generate_name_and_missing_name() {
         let cm = json!({"metadata": {"generateName": "x-"}});
-        let cm = prepare_for_create(&CONFIGMAPS, cm, "ns", &Writer::storage()).unwrap();
+        let cm =
+            prepare_for_create(&CONFIGMAPS, cm, "ns", &Writer::storage(), Version::NEWEST).unwrap();
         assert!(meta::str_field(&cm, "name").starts_with("x-"));
         let err = prepare_for_create(
             &CONFIGMAPS,
             json!({"metadata": {}}),
             "ns",
             &Writer::storage(),
+            Version::NEWEST,
         )
         .unwrap_err();
         assert_eq!(err.code(), 422);
@@ -456,7 +532,7 @@ mod tests {
     fn namespace_mismatch_is_bad_request() {
         let cm = json!({"metadata": {"name": "a", "namespace": "other"}});
         assert_eq!(
-            prepare_for_create(&CONFIGMAPS, cm, "ns", &Writer::storage())
+            prepare_for_create(&CONFIGMAPS, cm, "ns", &Writer::storage(), Version::NEWEST)
                 .unwrap_err()
                 .code(),
             400
@@ -468,15 +544,30 @@ mod tests {
         let old = json!({"metadata": {"name": "n", "uid": "u", "generation": 1},
                          "spec": {"unschedulable": false}, "status": {"phase": "A"}});
         let new = json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}, "status": {"phase": "B"}});
-        let out =
-            prepare_for_update(&NODES, &old, new.clone(), Part::Main, &Writer::storage()).unwrap();
+        let out = prepare_for_update(
+            &NODES,
+            &old,
+            new.clone(),
+            Part::Main,
+            &Writer::storage(),
+            Version::NEWEST,
+        )
+        .unwrap();
         assert_eq!(out["status"]["phase"], "A");
         assert_eq!(
             out["metadata"]["generation"], 1,
             "nodes keep what they have"
         );
         assert_eq!(out["metadata"]["uid"], "u");
-        let out = prepare_for_update(&NODES, &old, new, Part::Status, &Writer::storage()).unwrap();
+        let out = prepare_for_update(
+            &NODES,
+            &old,
+            new,
+            Part::Status,
+            &Writer::storage(),
+            Version::NEWEST,
+        )
+        .unwrap();
         assert_eq!(out["status"]["phase"], "B");
         // The stored spec: `false` is a zero value its Go field leaves out.
         assert_eq!(out["spec"].get("unschedulable"), None);
@@ -484,18 +575,69 @@ mod tests {
     }
 
     #[test]
+    fn pod_generation_follows_the_spec_and_status_writes_keep_the_observed_one() {
+        let v1 =
+            prepare_for_create(&PODS, pod(), "ns", &Writer::storage(), Version::NEWEST).unwrap();
+        let update = |old: &Value, new: Value, part| {
+            prepare_for_update(&PODS, old, new, part, &Writer::storage(), Version::NEWEST).unwrap()
+        };
+        let mut new = v1.clone();
+        new["metadata"]["labels"] = json!({"a": "b"});
+        let same = update(&v1, new, Part::Main);
+        assert_eq!(same["metadata"]["generation"], 1, "metadata is not spec");
+        let mut new = same.clone();
+        new["spec"]["containers"][0]["image"] = "busybox:2".into();
+        let v2 = update(&same, new, Part::Main);
+        assert_eq!(v2["metadata"]["generation"], 2);
+        let mut observed = v2.clone();
+        observed["status"] = json!({"phase": "Running", "observedGeneration": 2,
+            "conditions": [{"type": "Ready", "status": "True", "observedGeneration": 2}]});
+        let observed = update(&v2, observed, Part::Status);
+        let mut blind = observed.clone();
+        blind["status"] = json!({"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "False"}, {"type": "Other", "status": "True"}]});
+        let kept = update(&observed, blind, Part::Status);
+        assert_eq!(kept["status"]["observedGeneration"], 2);
+        assert_eq!(kept["status"]["conditions"][0]["observedGeneration"], 2);
+        assert_eq!(
+            kept["status"]["conditions"][1].get("observedGeneration"),
+            None
+        );
+        assert_eq!(
+            kept["metadata"]["generation"], 2,
+            "status writes never bump"
+        );
+    }
+
+    #[test]
     fn pod_spec_is_mostly_immutable() {
-        let old = prepare_for_create(&PODS, pod(), "ns", &Writer::storage()).unwrap();
+        let old =
+            prepare_for_create(&PODS, pod(), "ns", &Writer::storage(), Version::NEWEST).unwrap();
         let mut new = old.clone();
         new["spec"]["containers"][0]["image"] = "busybox:2".into();
         assert!(
-            prepare_for_update(&PODS, &old, new.clone(), Part::Main, &Writer::storage()).is_ok()
+            prepare_for_update(
+                &PODS,
+                &old,
+                new.clone(),
+                Part::Main,
+                &Writer::storage(),
+                Version::NEWEST
+            )
+            .is_ok()
         );
         new["spec"]["nodeName"] = "n1".into();
         assert_eq!(
-            prepare_for_update(&PODS, &old, new, Part::Main, &Writer::storage())
-                .unwrap_err()
-                .code(),
+            prepare_for_update(
+                &PODS,
+                &old,
+                new,
+                Part::Main,
+                &Writer::storage(),
+                Version::NEWEST
+            )
+            .unwrap_err()
+            .code(),
             422
         );
     }

@@ -71,9 +71,11 @@ pub async fn replay(fixture: &Fixture, target: &Target) -> Result<Vec<Divergence
     Ok(diff::diff(&fixture.scenario, &fixture.records, &actual))
 }
 
-/// A fresh API server double on 127.0.0.1, as the embedded backend starts it.
+/// A fresh API server double on 127.0.0.1, as the embedded backend starts it, answering
+/// as Kubernetes 1.28: the release the fixtures were recorded from.
 pub async fn embedded() -> Result<(nodeconform_apiserver::ApiServer, Target), String> {
     let api = nodeconform_apiserver::ApiServer::builder()
+        .emulate_version(nodeconform_apiserver::Version::V1_28)
         .start()
         .await
         .map_err(|e| format!("starting the API server double: {e}"))?;

@@ -1,7 +1,7 @@
 //! `nodeconform up`: the embedded backend as a standing single-node cluster. The API server
 //! double (with its minimal scheduler bound to the node, so pods need no `nodeName`), one
 //! fake-cri and one agent — the reference agent in process, `--agent-cmd` or `--kubelet` —
-//! started the way `nodeconform run` starts them ([`crate::backend::embedded`],
+//! started the way `nodeconform run` starts them (the embedded backend,
 //! [`crate::backend::node`]), a kubeconfig written, and everything kept running until
 //! SIGINT or SIGTERM.
 //!
@@ -21,7 +21,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::runtime::wait::await_condition;
 
-use crate::backend::{self, Cluster, NodeHandle, embedded, node};
+use crate::backend::{self, Cluster, NodeHandle, node};
 
 /// The node name unless `--node` says otherwise.
 pub const DEFAULT_NODE: &str = "nodeconform";
@@ -166,17 +166,34 @@ fn make_dir(given: Option<&Path>) -> Result<Dir> {
     }
 }
 
+/// The API server double, with its scheduler bound to the node.
+#[cfg(feature = "embedded")]
+async fn start_cluster(options: &Options, dir: &Path) -> Result<Cluster> {
+    let cluster = backend::embedded::start(&backend::embedded::Options {
+        port: options.port,
+        scheduler_node: Some(options.node.clone()),
+        kubeconfig: Some(dir.join("kubeconfig")),
+    })
+    .await?;
+    Ok(cluster)
+}
+
+/// Without the API server double there is no cluster to stand up.
+#[cfg(not(feature = "embedded"))]
+async fn start_cluster(_: &Options, _: &Path) -> Result<Cluster> {
+    Err(backend::Error::NotBuilt {
+        what: "embedded backend",
+        feature: "embedded",
+    }
+    .into())
+}
+
 impl Up {
     /// Starts the API server double, fake-cri and the agent, and waits until the node is Ready.
     pub async fn start(options: &Options) -> Result<Up> {
         let started = Instant::now();
         let dir = make_dir(options.dir.as_deref())?;
-        let cluster = embedded::start(&embedded::Options {
-            port: options.port,
-            scheduler_node: Some(options.node.clone()),
-            kubeconfig: Some(dir.path().join("kubeconfig")),
-        })
-        .await?;
+        let cluster = start_cluster(options, dir.path()).await?;
         let launch = match &options.agent {
             Agent::Reference => node::Launch::Reference { fast: options.fast },
             Agent::Command(template) => node::Launch::Command(template),

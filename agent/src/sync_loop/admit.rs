@@ -70,6 +70,7 @@ impl SyncLoop {
             phase: Some("Failed".into()),
             reason: Some(rejection.reason),
             message: Some(format!("Pod was rejected: {}", rejection.message)),
+            observed_generation: crate::pod_status::observed_generation(&pod),
             ..Default::default()
         });
         self.status.set(&pod, status.clone(), true, false);

@@ -15,6 +15,7 @@ use crate::resources::{self, Resource};
 use crate::status::{Error, Result};
 use crate::store::{EventType, Object, Store, Txn};
 use crate::strategy::{self, Part};
+use crate::version::Version;
 
 /// The namespaces every cluster starts with.
 pub const INITIAL_NAMESPACES: [&str; 4] =
@@ -40,6 +41,8 @@ pub struct Registry {
     /// The object store.
     pub store: Store,
     ca_pem: String,
+    /// The release whose rules apply.
+    pub version: Version,
 }
 
 /// A `metadata.resourceVersion` as upstream's versioner reads it: empty is 0, anything
@@ -65,11 +68,12 @@ fn conflict(resource: &'static Resource, name: &str, detail: String) -> Error {
 
 impl Registry {
     /// A registry over an empty store keeping `window` events per resource, with the
-    /// initial namespaces and their default content.
-    pub fn new(window: usize, ca_pem: String) -> Result<Self> {
+    /// initial namespaces and their default content, following `version`'s rules.
+    pub fn new(window: usize, ca_pem: String, version: Version) -> Result<Self> {
         let registry = Registry {
             store: Store::new(window),
             ca_pem,
+            version,
         };
         for ns in INITIAL_NAMESPACES {
             registry.create(
@@ -104,7 +108,7 @@ impl Registry {
         dry_run: bool,
         writer: &Writer,
     ) -> Result<Arc<Object>> {
-        let obj = strategy::prepare_for_create(resource, obj, namespace, writer)?;
+        let obj = strategy::prepare_for_create(resource, obj, namespace, writer, self.version)?;
         let storage = resource.storage();
         self.store
             .txn_mode(dry_run, |t| self.create_in(t, storage, obj))
@@ -174,11 +178,22 @@ impl Registry {
     fn namespace_content(&self, t: &mut Txn<'_>, namespace: &str) -> Result<()> {
         let sa = json!({"metadata": {"name": "default"}});
         let controllers = Writer::named(managed_fields::CONTROLLERS);
-        let sa =
-            strategy::prepare_for_create(&resources::SERVICEACCOUNTS, sa, namespace, &controllers)?;
+        let sa = strategy::prepare_for_create(
+            &resources::SERVICEACCOUNTS,
+            sa,
+            namespace,
+            &controllers,
+            self.version,
+        )?;
         t.put(&resources::SERVICEACCOUNTS, sa, EventType::Added)?;
         let cm = json!({"metadata": {"name": "kube-root-ca.crt"}, "data": {"ca.crt": self.ca_pem}});
-        let cm = strategy::prepare_for_create(&resources::CONFIGMAPS, cm, namespace, &controllers)?;
+        let cm = strategy::prepare_for_create(
+            &resources::CONFIGMAPS,
+            cm,
+            namespace,
+            &controllers,
+            self.version,
+        )?;
         t.put(&resources::CONFIGMAPS, cm, EventType::Added)?;
         Ok(())
     }
@@ -249,7 +264,7 @@ impl Registry {
                 if meta::str_field(&obj, "name").is_empty() {
                     meta::set(&mut obj, "name", name);
                 }
-                let obj = strategy::prepare_for_create(requested, obj, namespace, writer)?;
+                let obj = strategy::prepare_for_create(requested, obj, namespace, writer, self.version)?;
                 return Ok((self.create_in(t, resource, obj)?, true));
             };
             let new = next(Some(&current.value))?;
@@ -279,7 +294,14 @@ impl Registry {
                 }
                 _ => {}
             }
-            let mut out = strategy::prepare_for_update(requested, &current.value, new, part, writer)?;
+            let mut out = strategy::prepare_for_update(
+                requested,
+                &current.value,
+                new,
+                part,
+                writer,
+                self.version,
+            )?;
             meta::set(&mut out, "resourceVersion", current.rv.to_string());
             if out == current.value {
                 // Upstream's GuaranteedUpdate writes nothing for a no-op update.
@@ -311,7 +333,7 @@ mod tests {
     use crate::resources::{CONFIGMAPS, PODS};
 
     fn registry() -> Registry {
-        Registry::new(100, "CA".into()).unwrap()
+        Registry::new(100, "CA".into(), Version::NEWEST).unwrap()
     }
 
     fn pod(node: Option<&str>) -> Value {

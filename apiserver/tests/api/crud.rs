@@ -208,8 +208,9 @@ async fn server_sets_metadata_and_defaults() {
             > a.resource_version().unwrap().parse::<u64>().unwrap()
     );
     assert_eq!(
-        a.metadata.generation, None,
-        "kube-apiserver 1.28 sets none on pods"
+        a.metadata.generation,
+        Some(1),
+        "from 1.33 (kube-apiserver 1.28 sets none on pods)"
     );
     let status = a.status.unwrap();
     assert_eq!(status.phase.as_deref(), Some("Pending"));
@@ -294,7 +295,7 @@ async fn status_is_separate_from_spec() {
         .replace("p", &PostParams::default(), &image)
         .await
         .unwrap();
-    assert_eq!(after.metadata.generation, None);
+    assert_eq!(after.metadata.generation, Some(2), "a spec change bumps it");
     let same = pods
         .replace("p", &PostParams::default(), &after)
         .await

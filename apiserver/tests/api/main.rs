@@ -32,6 +32,15 @@ pub async fn server() -> ApiServer {
     ApiServer::builder().start().await.expect("server starts")
 }
 
+/// A server answering as Kubernetes 1.28, for what was recorded from kube-apiserver 1.28.7.
+pub async fn server_1_28() -> ApiServer {
+    ApiServer::builder()
+        .emulate_version(nodeconform_apiserver::Version::V1_28)
+        .start()
+        .await
+        .expect("server starts")
+}
+
 /// A raw HTTP response: status, content type and body.
 pub struct Raw {
     pub status: u16,

@@ -126,6 +126,12 @@ pub struct PodPattern {
     /// `status.podIP` is set (true) or not (false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub has_pod_ip: Option<bool>,
+    /// `metadata.generation` equals (the API server sets it on pods from 1.33).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// `status.observedGeneration` equals: the generation the node agent last acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
     /// Conditions by type.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub conditions: BTreeMap<String, ConditionPattern>,
@@ -172,6 +178,8 @@ impl PodPattern {
             || !self.labels.is_empty()
             || self.deleting.is_some()
             || self.has_pod_ip.is_some()
+            || self.generation.is_some()
+            || self.observed_generation.is_some()
             || !self.conditions.is_empty()
             || !self.containers.is_empty()
             || !self.init_containers.is_empty()
@@ -211,6 +219,9 @@ pub struct ConditionPattern {
     /// upstream compares whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_equals: Option<String>,
+    /// `observedGeneration` equals (pod conditions only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
 }
 
 /// Which state a container is in.

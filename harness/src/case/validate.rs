@@ -367,7 +367,7 @@ fn check_pattern(
     if !p.gone && !p.checks_fields() {
         out.push(problem(
             Anchor::Step(step),
-            format!("{which}: an empty pattern: expected at least one of phase, conditions, containers, initContainers, reason, message, messageEquals, hostIP, deleting, hasPodIp, gone"),
+            format!("{which}: an empty pattern: expected at least one of phase, conditions, containers, initContainers, reason, message, messageEquals, hostIP, deleting, hasPodIp, generation, observedGeneration, gone"),
         ));
     }
     for (names, map, field) in [

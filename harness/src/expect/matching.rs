@@ -91,6 +91,23 @@ pub fn pod_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
             ));
         }
     }
+    for (field, want, seen) in [
+        ("generation", pattern.generation, pod.metadata.generation),
+        (
+            "observedGeneration",
+            pattern.observed_generation,
+            status.and_then(|s| s.observed_generation),
+        ),
+    ] {
+        if let Some(want) = want
+            && seen != Some(want)
+        {
+            return Some(format!(
+                "{field} is {}, expected {want}",
+                seen.map_or("absent".to_owned(), |g| g.to_string())
+            ));
+        }
+    }
     if let Some(has_ip) = pattern.has_pod_ip {
         let seen = status
             .and_then(|s| s.pod_ip.as_deref())
@@ -106,7 +123,12 @@ pub fn pod_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
         let found = status
             .and_then(|s| s.conditions.as_ref())
             .and_then(|cs| cs.iter().find(|c| &c.type_ == type_))
-            .map(|c| (c.status.as_str(), c.reason.as_deref(), c.message.as_deref()));
+            .map(|c| Found {
+                status: &c.status,
+                reason: c.reason.as_deref(),
+                message: c.message.as_deref(),
+                observed_generation: c.observed_generation,
+            });
         if let Some(m) = condition_mismatch(type_, cp, found) {
             return Some(m);
         }
@@ -222,13 +244,32 @@ fn mirror_problem(pod: &Pod, node: Option<&(String, String)>) -> Option<String> 
     None
 }
 
-/// `None` when a condition `(status, reason, message)` matches; `found = None` when absent.
+/// A pod or node condition as seen.
+#[derive(Debug, Clone, Copy)]
+pub struct Found<'a> {
+    /// `status`.
+    pub status: &'a str,
+    /// `reason`.
+    pub reason: Option<&'a str>,
+    /// `message`.
+    pub message: Option<&'a str>,
+    /// `observedGeneration` (pod conditions; nodes have none).
+    pub observed_generation: Option<i64>,
+}
+
+/// `None` when a condition matches; `found = None` when absent.
 pub fn condition_mismatch(
     type_: &str,
     cp: &ConditionPattern,
-    found: Option<(&str, Option<&str>, Option<&str>)>,
+    found: Option<Found<'_>>,
 ) -> Option<String> {
-    let Some((status, reason, message)) = found else {
+    let Some(Found {
+        status,
+        reason,
+        message,
+        observed_generation,
+    }) = found
+    else {
         return Some(format!(
             "condition {type_} is absent, expected {}",
             cp.status.as_str()
@@ -265,6 +306,14 @@ pub fn condition_mismatch(
                 "condition {type_} message is {seen:?}, expected {want:?}"
             ));
         }
+    }
+    if let Some(want) = cp.observed_generation
+        && observed_generation != Some(want)
+    {
+        return Some(format!(
+            "condition {type_} observedGeneration is {}, expected {want}",
+            observed_generation.map_or("absent".to_owned(), |g| g.to_string())
+        ));
     }
     None
 }

@@ -8,7 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::case::NodeExpectation;
 
-use super::matching::condition_mismatch;
+use super::matching::{Found, condition_mismatch};
 
 fn age(now: Timestamp, then: Timestamp) -> Duration {
     let ms = now.as_millisecond() - then.as_millisecond();
@@ -27,7 +27,12 @@ pub fn mismatch(
     for (type_, cp) in &exp.conditions {
         let found = conditions
             .and_then(|cs| cs.iter().find(|c| &c.type_ == type_))
-            .map(|c| (c.status.as_str(), c.reason.as_deref(), c.message.as_deref()));
+            .map(|c| Found {
+                status: &c.status,
+                reason: c.reason.as_deref(),
+                message: c.message.as_deref(),
+                observed_generation: None,
+            });
         if let Some(m) = condition_mismatch(type_, cp, found) {
             return Some(m);
         }
