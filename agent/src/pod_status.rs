@@ -321,6 +321,7 @@ mod tests {
             image: "docker.io/library/busybox:latest".into(),
             image_ref: "sha256:abc".into(),
             restart_count: restarts,
+            hash: None,
         }
     }
 

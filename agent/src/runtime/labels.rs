@@ -24,11 +24,45 @@ pub const TERMINATION_MESSAGE_POLICY_ANNOTATION: &str =
 /// Annotation: the pod's termination grace period.
 pub const TERMINATION_GRACE_ANNOTATION: &str = "io.kubernetes.pod.terminationGracePeriod";
 
-/// A stable hash of the container spec (the kubelet's `io.kubernetes.container.hash`).
+/// `HashContainer`: a hash of what of a container may change while its pod runs — its
+/// image, with its name — so a running container whose spec was changed is recognised
+/// (`containerChanged`) and restarted. FNV-1a over the fields as JSON, as upstream hashes
+/// them: the same on every build, so an agent restart changes nothing.
 pub fn container_hash(container: &ContainerSpec) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let json = serde_json::to_string(container).unwrap_or_default();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    json.hash(&mut h);
-    h.finish()
+    let fields = serde_json::json!({
+        "image": container.image.as_deref().unwrap_or_default(),
+        "name": container.name,
+    });
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in fields.to_string().bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    u64::from(hash)
+}
+
+/// The hash in a container's annotations, as [`container_hash`] wrote it.
+pub fn parse_hash(annotation: &str) -> Option<u64> {
+    u64::from_str_radix(annotation, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hash_follows_the_image_and_nothing_else() {
+        let c = ContainerSpec {
+            name: "c".into(),
+            image: Some("busybox:1.36".into()),
+            ..Default::default()
+        };
+        let mut other = c.clone();
+        other.command = Some(vec!["sleep".into()]);
+        assert_eq!(container_hash(&c), container_hash(&other));
+        other.image = Some("busybox:1.37".into());
+        assert_ne!(container_hash(&c), container_hash(&other));
+        let written = format!("{:x}", container_hash(&c));
+        assert_eq!(parse_hash(&written), Some(container_hash(&c)));
+    }
 }

@@ -9,6 +9,7 @@ use nodeconform_cri::v1 as cri;
 
 use super::client::target_pod;
 use super::error::not_found_is_none;
+use super::labels::{CONTAINER_HASH_ANNOTATION, parse_hash};
 use super::termination::{
     falls_back_to_logs, termination_message_from_file, termination_message_from_log,
 };
@@ -82,6 +83,8 @@ pub struct Container {
     pub image_ref: String,
     /// Restart count from the kubelet's annotation.
     pub restart_count: i32,
+    /// The spec hash it was created with ([`super::labels::container_hash`]), if any.
+    pub hash: Option<u64>,
 }
 
 /// Everything the runtime knows about one pod (the kubelet's `kubecontainer.PodStatus`).
@@ -423,6 +426,10 @@ impl Runtime {
                 .get(RESTART_COUNT_ANNOTATION)
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0),
+            hash: s
+                .annotations
+                .get(CONTAINER_HASH_ANNOTATION)
+                .and_then(|v| parse_hash(v)),
         };
         if container.state == ContainerState::Exited {
             // The kubelet appends the file's message (or, for

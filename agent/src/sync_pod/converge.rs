@@ -2,7 +2,7 @@
 //! time, sidecars kept running, [`init_containers`]), then the app containers; and
 //! `KillPod` for sidecars left running once the app containers are done.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Container, Pod};
 use tokio::time::Instant;
 
 use super::init_containers::{self, InitActions};
@@ -13,7 +13,7 @@ use super::{Context, PodState, earliest};
 use crate::events::Type;
 use crate::pod_status;
 use crate::podutil::{init_containers, restart_policy};
-use crate::runtime::{self, ContainerState};
+use crate::runtime::{self, ContainerState, container_hash};
 
 /// One step of `computePodActions` + `SyncPod`; true if the runtime changed.
 pub(super) async fn converge(
@@ -120,13 +120,30 @@ pub(super) async fn converge(
         // The phase says Failed; the worker then kills the pod.
         return Ok(acted);
     }
-    let to_start: Vec<_> = if init.initialized {
+    let deleting = pod.metadata.deletion_timestamp.is_some();
+    let running = |c: &Container| {
+        rt.latest(&c.name)
+            .filter(|l| l.state == ContainerState::Running)
+    };
+    // `containerChanged`: a running app container whose image was changed is killed and
+    // started again, whatever the restart policy.
+    let changed: Vec<&Container> = spec
+        .containers
+        .iter()
+        .filter(|c| {
+            init.initialized
+                && !fresh_sandbox
+                && !deleting
+                && running(c).is_some_and(|l| l.hash.is_some_and(|h| h != container_hash(c)))
+        })
+        .collect();
+    let to_start: Vec<&Container> = if init.initialized {
         spec.containers
             .iter()
             .filter(|c| match rt.latest(&c.name) {
                 None => true,
                 Some(l) if fresh_sandbox => l.state != ContainerState::Running,
-                Some(_) => pod_status::should_restart(c, pod, rt),
+                Some(_) => changed.contains(c) || pod_status::should_restart(c, pod, rt),
             })
             .collect()
     } else {
@@ -134,25 +151,61 @@ pub(super) async fn converge(
     };
     if init.initialized
         && to_start.is_empty()
-        && !spec.containers.iter().any(|c| {
-            rt.latest(&c.name)
-                .is_some_and(|l| l.state == ContainerState::Running)
-        })
+        && !spec.containers.iter().any(|c| running(c).is_some())
     {
         // `KillPod`: no app container runs or will run again, so the sidecars
         // must not keep the pod alive: stop them, in reverse order, restarting none.
         return Ok(kill_sidecars(ctx, state, pod, rt).await? || acted);
     }
+    let sidecars_changed = init.changed.iter().map(|&i| {
+        let c = &inits[i];
+        (c, format!("Init container {} definition changed", c.name))
+    });
+    let apps_changed = changed.iter().map(|&c| {
+        let message = format!("Container {} definition changed, will be restarted", c.name);
+        (c, message)
+    });
+    for (c, message) in sidecars_changed.chain(apps_changed) {
+        if !deleting && let Some(latest) = running(c) {
+            kill_changed(ctx, state, pod, rt, latest, &message).await?;
+            acted = true;
+        }
+    }
     for &i in &init.start {
         let c = &inits[i];
         acted |= start(ctx, state, pod, c, &sandbox, rt.latest(&c.name), wake).await?;
     }
-    if pod.metadata.deletion_timestamp.is_none() {
+    if !deleting {
         for c in to_start {
             acted |= start(ctx, state, pod, c, &sandbox, rt.latest(&c.name), wake).await?;
         }
     }
     Ok(acted)
+}
+
+/// Kills a running container whose spec changed, before it is started again
+/// with the new one (`killContainer` with the pod's grace period).
+async fn kill_changed(
+    ctx: &Context,
+    state: &mut PodState,
+    pod: &Pod,
+    rt: &runtime::PodStatus,
+    container: &runtime::Container,
+    message: &str,
+) -> runtime::Result<()> {
+    let kill = kill::Kill {
+        id: &container.id,
+        name: &container.name,
+        message: Some(message),
+        grace: crate::pod_workers::grace_period(pod),
+        pod_ip: rt.sandbox().and_then(|s| s.ip.as_deref()),
+        order: None,
+    };
+    kill::kill_container(ctx, pod, kill).await?;
+    state
+        .runtime
+        .touch_container(&container.id, &container.sandbox_id);
+    Ok(())
 }
 
 /// Stops the pod's running sidecars once its app containers are done

@@ -10,13 +10,16 @@
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::podutil::{app_containers, init_containers, is_restartable_init_container};
-use crate::runtime::{self, ContainerState};
+use crate::runtime::{self, ContainerState, container_hash};
 
 /// What to do with the init containers in this sync.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct InitActions {
     /// Indexes into `spec.initContainers` to start, in spec order.
     pub start: Vec<usize>,
+    /// Running sidecars whose spec changed (a new image): killed first, then started
+    /// again (they are in `start` too).
+    pub changed: Vec<usize>,
     /// The pod is initialized: its app containers may run.
     pub initialized: bool,
     /// A regular init container failed and the pod's policy does not restart it:
@@ -69,6 +72,10 @@ pub(super) fn compute(
                     } else if !previously_initialized {
                         actions.start.push(i + 1);
                     }
+                    if latest.hash.is_some_and(|h| h != container_hash(c)) {
+                        actions.changed.push(i);
+                        actions.start.push(i);
+                    }
                 }
             }
             ContainerState::Running => {}
@@ -106,6 +113,7 @@ pub(super) fn compute(
     }
     actions.start.reverse();
     actions.start.dedup();
+    actions.changed.reverse();
     actions.initialized = initialized;
     actions
 }
@@ -152,6 +160,7 @@ mod tests {
                     image: String::new(),
                     image_ref: String::new(),
                     restart_count: 0,
+                    hash: None,
                 })
                 .collect(),
             ..Default::default()
@@ -197,9 +206,8 @@ mod tests {
         assert_eq!(
             done,
             InitActions {
-                start: vec![],
                 initialized: true,
-                failed: false
+                ..InitActions::default()
             }
         );
     }
@@ -218,9 +226,26 @@ mod tests {
             InitActions {
                 start: vec![0],
                 initialized: true,
-                failed: false
+                ..InitActions::default()
             }
         );
+    }
+
+    #[test]
+    fn a_running_sidecar_with_a_new_image_is_restarted() {
+        let with_image = |image: &str| {
+            let mut p = pod(&["+s", "a"]);
+            p.spec.as_mut().unwrap().init_containers.as_mut().unwrap()[0].image =
+                Some(image.into());
+            p
+        };
+        let running = with_image("busybox:1.36");
+        let mut state = rt(&[("app", Running, 0), ("a", Exited, 0), ("s", Running, 0)]);
+        state.containers[2].hash = Some(container_hash(&init_containers(&running)[0]));
+        let same = compute(&running, &state, true, |_| true);
+        assert_eq!(same.changed, Vec::<usize>::new());
+        let a = compute(&with_image("busybox:1.37"), &state, true, |_| true);
+        assert_eq!((a.changed, a.start), (vec![0], vec![0]));
     }
 
     #[test]

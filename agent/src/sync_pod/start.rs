@@ -169,7 +169,12 @@ pub(super) async fn start(
             }),
     };
     if let Some(prev) = previous.filter(|p| p.state == ContainerState::Exited) {
-        let key = format!("{name}_{namespace}_{uid}_{}", container.name);
+        // `GetStableKey`: with the spec hash, so a new image starts without back-off.
+        let key = format!(
+            "{name}_{namespace}_{uid}_{}_{:x}",
+            container.name,
+            runtime::container_hash(container)
+        );
         let event = instant_of(prev.finished_at);
         if state.crash.is_in_backoff_since(&key, event, now) {
             let delay = state.crash.get(&key);

@@ -269,6 +269,9 @@ pub struct ContainerPattern {
     /// `waiting.message` or `terminated.message` equals (`""`: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_equals: Option<String>,
+    /// `image` equals: the image the runtime says the container runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
     /// `imageID` is set (the runtime's image reference).
     #[serde(
         default,

@@ -411,6 +411,11 @@ fn container_mismatch(cp: &ContainerPattern, cs: &ContainerStatus) -> Option<Str
             return Some(format!("message is {seen:?}, expected {want:?}"));
         }
     }
+    if let Some(want) = &cp.image
+        && &cs.image != want
+    {
+        return Some(format!("image is {:?}, expected {want:?}", cs.image));
+    }
     if let Some(want) = cp.has_image_id {
         let seen = !cs.image_id.is_empty();
         if seen != want {
