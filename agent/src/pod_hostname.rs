@@ -22,6 +22,9 @@ pub enum Error {
     /// `spec.subdomain` is not a DNS label.
     #[error("pod Subdomain {0:?} is not a valid DNS label")]
     Subdomain(String),
+    /// `spec.hostnameOverride` is not a DNS subdomain.
+    #[error("pod HostnameOverride {0:?} is not a valid DNS subdomain")]
+    HostnameOverride(String),
     /// The host name cut to 63 characters leaves nothing.
     #[error("hostname for pod {pod:?} was invalid: {hostname:?}")]
     Empty {
@@ -56,6 +59,17 @@ impl HostName {
     pub fn of(pod: &Pod, cluster_domain: &str) -> Result<Self, Error> {
         let name = pod.metadata.name.as_deref().unwrap_or_default();
         let spec = pod.spec.as_ref();
+        // `hostnameOverride` (1.35's `HostnameOverride`, on by default) is the host name
+        // as given, without a domain: `hostname`, `subdomain` and FQDN do not apply.
+        if let Some(over) = spec.and_then(|s| s.hostname_override.as_deref()) {
+            if !is_dns_subdomain(over) {
+                return Err(Error::HostnameOverride(over.to_owned()));
+            }
+            return Ok(Self {
+                hostname: truncate(name, over)?,
+                domain: String::new(),
+            });
+        }
         let hostname = match spec.and_then(|s| s.hostname.as_deref()) {
             Some(h) if !h.is_empty() => {
                 if !is_dns_label(h) {
@@ -131,6 +145,11 @@ fn is_dns_label(s: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
         && bytes[0].is_ascii_alphanumeric()
         && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+}
+
+/// `IsDNS1123Subdomain`: dot-separated DNS labels, at most 253 characters.
+fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 
 /// The header of a hosts file for a pod on the pod network.
@@ -227,6 +246,26 @@ mod tests {
         // Without a subdomain setHostnameAsFQDN changes nothing.
         let p = pod("web", json!({"setHostnameAsFQDN": true, "hostname": "h"}));
         assert_eq!(sandbox_hostname(&p, "cluster.local").unwrap(), "h");
+        // hostnameOverride wins over hostname, subdomain and FQDN.
+        let p = pod(
+            "web",
+            json!({"hostnameOverride": "over.example", "hostname": "h", "subdomain": "t",
+                   "setHostnameAsFQDN": true}),
+        );
+        let name = HostName::of(&p, "cluster.local").unwrap();
+        assert_eq!(
+            (name.hostname.as_str(), name.domain.as_str()),
+            ("over.example", "")
+        );
+        assert_eq!(
+            sandbox_hostname(&p, "cluster.local").unwrap(),
+            "over.example"
+        );
+        let p = pod("web", json!({"hostnameOverride": "Not_Valid"}));
+        assert_eq!(
+            HostName::of(&p, "cluster.local"),
+            Err(Error::HostnameOverride("Not_Valid".into()))
+        );
     }
 
     #[test]

@@ -427,8 +427,8 @@ impl Sources {
             .and_then(|s| s.service_account_name.clone())
             .unwrap_or_else(|| "default".into());
         let request = TokenRequest {
-            spec: TokenRequestSpec {
-                audiences: audience.into_iter().collect(),
+            spec: Some(TokenRequestSpec {
+                audiences: Some(audience.into_iter().collect()),
                 expiration_seconds,
                 bound_object_ref: Some(BoundObjectReference {
                     api_version: Some("v1".into()),
@@ -436,13 +436,13 @@ impl Sources {
                     name: pod.metadata.name.clone(),
                     uid: pod.metadata.uid.clone(),
                 }),
-            },
+            }),
             ..Default::default()
         };
         self.accounts
             .create_token_request(&account, &PostParams::default(), &request)
             .await
-            .map(|t| t.status.map(|s| s.token).unwrap_or_default())
+            .map(|t| t.status.and_then(|s| s.token).unwrap_or_default())
             .map_err(|e| format!("requesting a token for service account {account:?}: {e}"))
     }
 }

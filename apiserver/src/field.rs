@@ -138,6 +138,17 @@ impl Error {
         Self::new(Kind::Invalid, field, Some(value), detail)
     }
 
+    /// `field.TooLong` (1.29+'s wording): a value longer than `max` bytes.
+    pub fn too_long(field: impl Into<String>, max: usize) -> Self {
+        let unit = if max == 1 { "byte" } else { "bytes" };
+        Self::new(
+            Kind::TooLong,
+            field,
+            None,
+            format!("may not be more than {max} {unit}"),
+        )
+    }
+
     /// `field.Duplicate`.
     pub fn duplicate(field: impl Into<String>, value: Value) -> Self {
         Self::new(Kind::Duplicate, field, Some(value), "")

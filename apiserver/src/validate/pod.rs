@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::field::{Error as FieldError, Value as Bad};
 
-use super::object_meta::dns_label_errors;
+use super::object_meta::{dns_label_errors, dns_subdomain_errors};
 
 const RESTART_POLICIES: [&str; 3] = ["Always", "OnFailure", "Never"];
 const DNS_POLICIES: [&str; 4] = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"];
@@ -77,6 +77,7 @@ pub(super) fn create(pod: &Value) -> Vec<FieldError> {
         field("dnsPolicy"),
         &DNS_POLICIES,
     );
+    hostname_override(spec, &mut out);
     if let Some(d) = spec.get("activeDeadlineSeconds").and_then(Value::as_i64)
         && !(1..=i64::from(i32::MAX)).contains(&d)
     {
@@ -87,6 +88,33 @@ pub(super) fn create(pod: &Value) -> Vec<FieldError> {
         ));
     }
     out
+}
+
+/// `validatePodHostName`: `hostnameOverride` is a DNS subdomain of at most 64 bytes, and
+/// neither an FQDN host name nor the host's network goes with it.
+fn hostname_override(spec: &Value, out: &mut Vec<FieldError>) {
+    let Some(over) = spec.get("hostnameOverride").and_then(Value::as_str) else {
+        return;
+    };
+    const PATH: &str = "spec.hostnameOverride";
+    if spec.get("setHostnameAsFQDN").and_then(Value::as_bool) == Some(true) {
+        out.push(FieldError::forbidden(
+            PATH,
+            "may not be specified when setHostnameAsFQDN is true",
+        ));
+    }
+    if spec.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
+        out.push(FieldError::forbidden(
+            PATH,
+            "may not be specified when hostNetwork is true",
+        ));
+    }
+    if over.len() > 64 {
+        out.push(FieldError::too_long(PATH, 64));
+    }
+    for message in dns_subdomain_errors(over) {
+        out.push(FieldError::invalid(PATH, Bad::str(over), message));
+    }
 }
 
 /// A container's own `restartPolicy`, as with `ContainerRestartRules` off (before 1.35):
@@ -524,6 +552,38 @@ mod tests {
                 "spec.initContainers[1].restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
                 "spec.initContainers[1].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always",
             ]
+        );
+    }
+
+    #[test]
+    fn hostname_override_is_a_subdomain_without_fqdn_or_host_network() {
+        let spec = |extra: Value| {
+            let mut spec = json!({"restartPolicy": "Never", "dnsPolicy": "ClusterFirst",
+                "containers": [{"name": "c", "image": "i", "terminationMessagePolicy": "File"}]});
+            for (k, v) in extra.as_object().unwrap() {
+                spec[k] = v.clone();
+            }
+            pod(spec)
+        };
+        assert!(create(&spec(json!({"hostnameOverride": "override.example.host"}))).is_empty());
+        assert_eq!(
+            messages(create(&spec(json!({"hostnameOverride": "override-host",
+                "setHostnameAsFQDN": true, "hostNetwork": true})))),
+            [
+                "spec.hostnameOverride: Forbidden: may not be specified when setHostnameAsFQDN is true",
+                "spec.hostnameOverride: Forbidden: may not be specified when hostNetwork is true",
+            ]
+        );
+        assert_eq!(
+            messages(create(&spec(json!({"hostnameOverride": "Not-RFC1123"})))),
+            [
+                "spec.hostnameOverride: Invalid value: \"Not-RFC1123\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+            ]
+        );
+        let long = "a".repeat(65);
+        assert_eq!(
+            messages(create(&spec(json!({"hostnameOverride": long})))),
+            ["spec.hostnameOverride: Too long: may not be more than 64 bytes"]
         );
     }
 
