@@ -43,6 +43,10 @@ pub struct RunArgs {
     /// Kubeconfig of an existing cluster (`--backend kubeconfig`; default $KUBECONFIG or ~/.kube/config).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// The Kubernetes release the embedded API server double answers as: 1.28 or 1.36
+    /// (default: the newest).
+    #[arg(long, value_name = "VERSION")]
+    pub emulate_version: Option<String>,
     /// Context in the kubeconfig.
     #[arg(long)]
     pub context: Option<String>,
@@ -106,6 +110,10 @@ pub struct UpArgs {
     /// Seconds the node has to become Ready.
     #[arg(long, value_name = "SECONDS", default_value_t = crate::up::READY_TIMEOUT.as_secs())]
     pub ready_timeout: u64,
+    /// The Kubernetes release the API server double answers as: 1.28 or 1.36 (default: the
+    /// newest).
+    #[arg(long, value_name = "VERSION")]
+    pub emulate_version: Option<String>,
 }
 
 /// `nodeconform list`.
@@ -164,6 +172,12 @@ pub enum Error {
     /// `nodeconform up` failed.
     #[error(transparent)]
     Up(#[from] crate::up::Error),
+    /// `--emulate-version` with a backend that brings its own API server.
+    #[error("--emulate-version applies to the embedded backend only (the {backend} backend's API server has its own version)")]
+    EmulateVersion {
+        /// The backend chosen.
+        backend: &'static str,
+    },
 }
 
 /// Exit code: 0 all passed, 1 a case failed, 130 interrupted.
@@ -250,6 +264,7 @@ async fn up(args: UpArgs) -> Result<ExitCode, Error> {
         agent,
         fast: args.fast,
         ready_timeout: std::time::Duration::from_secs(args.ready_timeout),
+        emulate_version: args.emulate_version.clone(),
     };
     crate::up::serve(&options).await?;
     Ok(0)
@@ -302,10 +317,16 @@ async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
         })?;
     }
     let human = args.format == Format::Human;
+    if args.emulate_version.is_some() && args.backend != BackendKind::Embedded {
+        return Err(Error::EmulateVersion {
+            backend: args.backend.as_str(),
+        });
+    }
     let options = ClusterOptions {
         kubeconfig: args.kubeconfig.clone(),
         context: args.context.clone(),
         progress: true,
+        emulate_version: args.emulate_version.clone(),
     };
     // Ctrl-C from here on stops the run and cleans up (a kind cluster being created is deleted).
     let (interrupt_tx, interrupt_rx) = tokio::sync::watch::channel(false);

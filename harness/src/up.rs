@@ -67,6 +67,8 @@ pub struct Options {
     pub fast: bool,
     /// How long the node has to become Ready.
     pub ready_timeout: Duration,
+    /// The release the API server double answers as (`1.28`, `1.36`); `None`: the newest.
+    pub emulate_version: Option<String>,
 }
 
 impl Options {
@@ -79,6 +81,7 @@ impl Options {
             agent,
             fast: false,
             ready_timeout: READY_TIMEOUT,
+            emulate_version: None,
         }
     }
 }
@@ -173,6 +176,7 @@ async fn start_cluster(options: &Options, dir: &Path) -> Result<Cluster> {
         port: options.port,
         scheduler_node: Some(options.node.clone()),
         kubeconfig: Some(dir.join("kubeconfig")),
+        emulate_version: options.emulate_version.clone(),
     })
     .await?;
     Ok(cluster)

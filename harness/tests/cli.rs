@@ -157,3 +157,38 @@ fn versions_select_cases_and_expectations() {
     assert!(stderr.contains("future.yaml:"), "{stderr}");
     assert!(stderr.contains("must be quoted"), "{stderr}");
 }
+
+/// `--emulate-version` names a release the double answers as, and only where the double is
+/// the API server; anything else is refused before a case runs.
+#[cfg(feature = "embedded")]
+#[test]
+fn emulate_version_is_checked_before_anything_runs() {
+    let (code, _, stderr) =
+        nodeconform(&["run", "--emulate-version", "1.30", "lifecycle::never-fails"]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr
+            .contains("unsupported version \"1.30\": the API server double emulates 1.28 and 1.36"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = nodeconform(&[
+        "run",
+        "--backend",
+        "kubeconfig",
+        "--emulate-version",
+        "1.28",
+        "lifecycle::never-fails",
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("--emulate-version applies to the embedded backend only"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = nodeconform(&[
+        "run",
+        "--emulate-version",
+        "v1.28.7",
+        "lifecycle::never-fails",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+}

@@ -32,13 +32,24 @@ pub struct Options {
     /// Where to write the kubeconfig; `None`: a private temporary directory, removed with
     /// the cluster.
     pub kubeconfig: Option<PathBuf>,
+    /// The release the double answers as (`1.28`, `1.36`); `None`: the newest.
+    pub emulate_version: Option<String>,
 }
 
 /// Starts the API server double on 127.0.0.1 and writes its kubeconfig.
 pub async fn start(options: &Options) -> Result<Cluster> {
     // A cluster has a garbage collector: Orphan and Foreground deletions complete.
+    let version = match &options.emulate_version {
+        Some(v) => v
+            .parse::<nodeconform_apiserver::Version>()
+            .map_err(|e| Error::Embedded {
+                message: e.to_string(),
+            })?,
+        None => nodeconform_apiserver::Version::NEWEST,
+    };
     let mut builder = nodeconform_apiserver::ApiServer::builder()
         .port(options.port)
+        .emulate_version(version)
         .garbage_collector(true);
     if let Some(node) = &options.scheduler_node {
         builder = builder.bind_unscheduled_pods_to(node.clone());

@@ -135,6 +135,9 @@ pub struct ClusterOptions {
     pub context: Option<String>,
     /// Print progress (kind creation) to stderr.
     pub progress: bool,
+    /// The release the embedded API server double answers as (`1.28`, `1.36`); `None`: the
+    /// newest.
+    pub emulate_version: Option<String>,
 }
 
 /// How the cluster is torn down.
@@ -166,7 +169,11 @@ impl Cluster {
             BackendKind::Embedded => {
                 #[cfg(feature = "embedded")]
                 {
-                    embedded::start(&embedded::Options::default()).await
+                    embedded::start(&embedded::Options {
+                        emulate_version: options.emulate_version.clone(),
+                        ..embedded::Options::default()
+                    })
+                    .await
                 }
                 #[cfg(not(feature = "embedded"))]
                 {

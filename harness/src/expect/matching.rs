@@ -99,8 +99,9 @@ pub fn pod_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
             status.and_then(|s| s.observed_generation),
         ),
     ] {
+        // An absent generation reads as Go's zero value, as clients compare it.
         if let Some(want) = want
-            && seen != Some(want)
+            && seen.unwrap_or(0) != want
         {
             return Some(format!(
                 "{field} is {}, expected {want}",
@@ -308,7 +309,7 @@ pub fn condition_mismatch(
         }
     }
     if let Some(want) = cp.observed_generation
-        && observed_generation != Some(want)
+        && observed_generation.unwrap_or(0) != want
     {
         return Some(format!(
             "condition {type_} observedGeneration is {}, expected {want}",
