@@ -104,6 +104,8 @@ impl Container {
                 .map(|i| i.image.clone())
                 .unwrap_or_default(),
             runtime_handler: String::new(),
+            // Only image volumes carry the digest here.
+            image_ref: String::new(),
         }
     }
 
@@ -206,6 +208,7 @@ impl Container {
             resources: self.resources.clone(),
             image_id: self.image_id.clone(),
             user: None,
+            stop_signal: self.config.stop_signal,
         }
     }
 }

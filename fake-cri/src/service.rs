@@ -21,6 +21,14 @@ pub(crate) struct Cri {
 
 type Reply<T> = Result<Response<T>, Status>;
 
+/// The answer of a `Stream*` RPC: the list in one message. The streaming calls exist so
+/// runtimes can split lists beyond gRPC's message size; one message is a valid stream.
+type Batches<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+
+fn batch<T: Send + 'static>(message: T) -> Reply<Batches<T>> {
+    ok(Box::pin(tokio_stream::once(Ok(message))))
+}
+
 impl Cri {
     async fn fault(&self, rpc: &str) -> Result<(), Status> {
         self.runtime.faults.apply(rpc).await
@@ -109,6 +117,27 @@ impl RuntimeService for Cri {
         })
     }
 
+    type StreamPodSandboxesStream = Batches<v1::StreamPodSandboxesResponse>;
+
+    async fn stream_pod_sandboxes(
+        &self,
+        request: Request<v1::StreamPodSandboxesRequest>,
+    ) -> Reply<Self::StreamPodSandboxesStream> {
+        self.fault("StreamPodSandboxes").await?;
+        let pod_sandboxes = self.runtime.list_sandboxes(request.into_inner().filter);
+        batch(v1::StreamPodSandboxesResponse { pod_sandboxes })
+    }
+
+    async fn update_pod_sandbox_resources(
+        &self,
+        request: Request<v1::UpdatePodSandboxResourcesRequest>,
+    ) -> Reply<v1::UpdatePodSandboxResourcesResponse> {
+        self.fault("UpdatePodSandboxResources").await?;
+        self.runtime
+            .update_sandbox_resources(&request.into_inner().pod_sandbox_id)?;
+        ok(v1::UpdatePodSandboxResourcesResponse {})
+    }
+
     async fn create_container(
         &self,
         request: Request<v1::CreateContainerRequest>,
@@ -163,6 +192,17 @@ impl RuntimeService for Cri {
         ok(v1::ListContainersResponse {
             containers: self.runtime.list_containers(request.into_inner().filter),
         })
+    }
+
+    type StreamContainersStream = Batches<v1::StreamContainersResponse>;
+
+    async fn stream_containers(
+        &self,
+        request: Request<v1::StreamContainersRequest>,
+    ) -> Reply<Self::StreamContainersStream> {
+        self.fault("StreamContainers").await?;
+        let containers = self.runtime.list_containers(request.into_inner().filter);
+        batch(v1::StreamContainersResponse { containers })
     }
 
     async fn container_status(
@@ -269,6 +309,19 @@ impl RuntimeService for Cri {
         })
     }
 
+    type StreamContainerStatsStream = Batches<v1::StreamContainerStatsResponse>;
+
+    async fn stream_container_stats(
+        &self,
+        request: Request<v1::StreamContainerStatsRequest>,
+    ) -> Reply<Self::StreamContainerStatsStream> {
+        self.fault("StreamContainerStats").await?;
+        let container_stats = self
+            .runtime
+            .list_container_stats(request.into_inner().filter);
+        batch(v1::StreamContainerStatsResponse { container_stats })
+    }
+
     async fn pod_sandbox_stats(
         &self,
         request: Request<v1::PodSandboxStatsRequest>,
@@ -290,6 +343,17 @@ impl RuntimeService for Cri {
         ok(v1::ListPodSandboxStatsResponse {
             stats: self.runtime.list_sandbox_stats(request.into_inner().filter),
         })
+    }
+
+    type StreamPodSandboxStatsStream = Batches<v1::StreamPodSandboxStatsResponse>;
+
+    async fn stream_pod_sandbox_stats(
+        &self,
+        request: Request<v1::StreamPodSandboxStatsRequest>,
+    ) -> Reply<Self::StreamPodSandboxStatsStream> {
+        self.fault("StreamPodSandboxStats").await?;
+        let pod_sandbox_stats = self.runtime.list_sandbox_stats(request.into_inner().filter);
+        batch(v1::StreamPodSandboxStatsResponse { pod_sandbox_stats })
     }
 
     async fn update_runtime_config(
@@ -326,6 +390,7 @@ impl RuntimeService for Cri {
             }],
             features: Some(v1::RuntimeFeatures {
                 supplemental_groups_policy: false,
+                user_namespaces_host_network: false,
             }),
         })
     }
@@ -369,6 +434,17 @@ impl RuntimeService for Cri {
         ok(v1::ListPodSandboxMetricsResponse::default())
     }
 
+    type StreamPodSandboxMetricsStream = Batches<v1::StreamPodSandboxMetricsResponse>;
+
+    async fn stream_pod_sandbox_metrics(
+        &self,
+        _: Request<v1::StreamPodSandboxMetricsRequest>,
+    ) -> Reply<Self::StreamPodSandboxMetricsStream> {
+        self.fault("StreamPodSandboxMetrics").await?;
+        // As `ListPodSandboxMetrics`: no metric descriptors, so no metrics.
+        batch(v1::StreamPodSandboxMetricsResponse::default())
+    }
+
     async fn runtime_config(
         &self,
         _: Request<v1::RuntimeConfigRequest>,
@@ -396,6 +472,17 @@ impl ImageService for Cri {
         ok(v1::ListImagesResponse {
             images: self.runtime.list_images(request.into_inner().filter),
         })
+    }
+
+    type StreamImagesStream = Batches<v1::StreamImagesResponse>;
+
+    async fn stream_images(
+        &self,
+        request: Request<v1::StreamImagesRequest>,
+    ) -> Reply<Self::StreamImagesStream> {
+        self.fault("StreamImages").await?;
+        let images = self.runtime.list_images(request.into_inner().filter);
+        batch(v1::StreamImagesResponse { images })
     }
 
     async fn image_status(

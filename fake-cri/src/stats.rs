@@ -26,6 +26,8 @@ fn memory_usage(timestamp: i64, bytes: u64) -> v1::MemoryUsage {
         rss_bytes: value(bytes),
         page_faults: value(0),
         major_page_faults: value(0),
+        // No pressure stall information: a simulated container never waits for memory.
+        psi: None,
     }
 }
 
@@ -59,6 +61,7 @@ pub(crate) fn container(c: &Container, mountpoint: &str) -> v1::ContainerStats {
             timestamp,
             usage_core_nano_seconds: value(if c.started_at == 0 { 0 } else { ran / 100 }),
             usage_nano_cores: value(if running { NANO_CORES } else { 0 }),
+            psi: None,
         }),
         memory: Some(memory_usage(timestamp, memory)),
         writable_layer: Some(v1::FilesystemUsage {
@@ -74,6 +77,8 @@ pub(crate) fn container(c: &Container, mountpoint: &str) -> v1::ContainerStats {
             swap_available_bytes: value(0),
             swap_usage_bytes: value(0),
         }),
+        // Block I/O (1.35): a simulated container reads and writes no device.
+        io: None,
     }
 }
 
@@ -108,6 +113,7 @@ pub(crate) fn sandbox<'a>(
                 timestamp,
                 usage_core_nano_seconds: value(cpu_total),
                 usage_nano_cores: value(nano_cores),
+                psi: None,
             }),
             memory: Some(memory_usage(timestamp, memory)),
             network: Some(v1::NetworkUsage {
@@ -126,6 +132,7 @@ pub(crate) fn sandbox<'a>(
                 process_count: value(stats.len() as u64),
             }),
             containers: stats,
+            io: None,
         }),
         windows: None,
     }

@@ -15,7 +15,7 @@ fn with_envs(mut config: v1::ContainerConfig, envs: &[(&str, &str)]) -> v1::Cont
         .iter()
         .map(|(key, value)| v1::KeyValue {
             key: (*key).to_owned(),
-            value: (*value).to_owned(),
+            value: value.as_bytes().to_vec(),
         })
         .collect();
     config
@@ -230,4 +230,21 @@ async fn resolv_conf_comes_from_the_sandbox_dns_config() {
         .await
         .unwrap();
     assert_eq!(response.exit_code, 1, "no DNS config, no file");
+}
+
+/// CRI 1.36 carries variable values as bytes (a kubelet may pass file content); the shell
+/// sees text, with what is not UTF-8 replaced.
+#[tokio::test]
+async fn variable_values_are_bytes() {
+    let mut env = Env::start().await;
+    let sandbox = env.sandbox("pod").await;
+    let mut config = script_config("c", "echo \"$RAW\"");
+    config.envs = vec![v1::KeyValue {
+        key: "RAW".to_owned(),
+        value: b"a\xffb".to_vec(),
+    }];
+    assert_eq!(
+        run(&mut env, &sandbox, config).await,
+        (0, vec!["a\u{fffd}b".to_owned()])
+    );
 }

@@ -123,7 +123,7 @@ async fn script_table() {
             .iter()
             .map(|(key, value)| v1::KeyValue {
                 key: (*key).to_owned(),
-                value: (*value).to_owned(),
+                value: value.as_bytes().to_vec(),
             })
             .collect();
         ids.push(env.run_with(&sandbox, config).await);

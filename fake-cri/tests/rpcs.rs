@@ -520,7 +520,7 @@ async fn exec_sync_shares_the_containers_files() {
     let mut config = script_config("c", "touch /tmp/healthy; sleep 600");
     config.envs = vec![v1::KeyValue {
         key: "GREETING".to_owned(),
-        value: "hi".to_owned(),
+        value: b"hi".to_vec(),
     }];
     let id = env.run_with(&sandbox, config).await;
 

@@ -159,7 +159,10 @@ impl Runtime {
         let args = expand_all(&container.args);
         let envs = env
             .into_iter()
-            .map(|(key, value)| cri::KeyValue { key, value })
+            .map(|(key, value)| cri::KeyValue {
+                key,
+                value: value.into_bytes(),
+            })
             .collect();
         let pid_mode = if pod.spec.as_ref().and_then(|s| s.share_process_namespace) == Some(true) {
             cri::NamespaceMode::Pod

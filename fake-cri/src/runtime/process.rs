@@ -35,10 +35,14 @@ pub(super) fn context(
     let gid = security
         .and_then(|s| s.run_as_group.as_ref())
         .map_or(0, |g| g.value);
-    let envs = config
+    // Values are bytes from CRI 1.36 on (a kubelet may pass any file content); the
+    // interpreter's variables are text.
+    let envs: Vec<(&str, std::borrow::Cow<'_, str>)> = config
         .envs
         .iter()
-        .map(|kv| (kv.key.as_str(), kv.value.as_str()));
+        .map(|kv| (kv.key.as_str(), String::from_utf8_lossy(&kv.value)))
+        .collect();
+    let envs = envs.iter().map(|(k, v)| (*k, v.as_ref()));
     let files = FileSystem::new(mounts, security.is_some_and(|s| s.readonly_rootfs));
     if let Some(dns) = &sandbox.config.dns_config {
         files.provide("/etc/resolv.conf", resolv_conf(dns).into_bytes());
