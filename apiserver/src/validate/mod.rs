@@ -6,7 +6,9 @@
 //! the double is known to run into are not here (see `apiserver/README.md`).
 
 mod config;
+mod container;
 mod event;
+mod json;
 mod object_meta;
 mod pod;
 

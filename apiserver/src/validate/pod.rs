@@ -1,6 +1,6 @@
 //! `ValidatePodCreate` and `ValidatePodUpdate`, for what clients commonly get wrong:
-//! containers (names, images, policies, ports, mounts), the pod's policies and volumes,
-//! and which spec fields an update may change.
+//! containers ([`super::container`]), the pod's policies, host name and volumes, and which
+//! spec fields an update may change.
 
 use std::collections::BTreeSet;
 
@@ -8,34 +8,15 @@ use serde_json::Value;
 
 use crate::field::{Error as FieldError, Value as Bad};
 
+use super::container::{container, restart_policy};
+use super::json::{list, one_of, str_of};
 use super::object_meta::{dns_label_errors, dns_subdomain_errors};
 
 const RESTART_POLICIES: [&str; 3] = ["Always", "OnFailure", "Never"];
 const DNS_POLICIES: [&str; 4] = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"];
-const PULL_POLICIES: [&str; 3] = ["Always", "IfNotPresent", "Never"];
-const MESSAGE_POLICIES: [&str; 2] = ["File", "FallbackToLogsOnError"];
 
 /// The spec fields an update may change, as 1.28's message lists them.
 pub(super) const UPDATABLE: &str = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
-
-fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// The items of the list at `key` of an object (none when absent or not a list).
-fn list<'a>(obj: &'a Value, key: &str) -> &'a [Value] {
-    obj.get(key)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-fn one_of(errors: &mut Vec<FieldError>, path: &str, value: &str, allowed: &[&str]) {
-    match value {
-        "" => errors.push(FieldError::required(path, "")),
-        v if allowed.contains(&v) => {}
-        v => errors.push(FieldError::not_supported(path, Bad::str(v), allowed)),
-    }
-}
 
 /// The checks of a new pod.
 pub(super) fn create(pod: &Value) -> Vec<FieldError> {
@@ -117,40 +98,6 @@ fn hostname_override(spec: &Value, out: &mut Vec<FieldError>) {
     }
 }
 
-/// A container's own `restartPolicy`, as with `ContainerRestartRules` off (before 1.35):
-/// only an init container may set it, only to `Always` (a sidecar); an init container
-/// that is not a sidecar has no probes and no lifecycle hooks.
-fn restart_policy(c: &Value, path: &str, init: bool, out: &mut Vec<FieldError>) {
-    let policy = c.get("restartPolicy").and_then(Value::as_str);
-    match (init, policy) {
-        (_, None) | (true, Some("Always")) => {}
-        (true, Some(other)) => out.push(FieldError::not_supported(
-            format!("{path}.restartPolicy"),
-            Bad::str(other),
-            &["Always"],
-        )),
-        (false, Some(_)) => out.push(FieldError::forbidden(
-            format!("{path}.restartPolicy"),
-            "may not be set for non-init containers",
-        )),
-    }
-    if init && policy != Some("Always") {
-        for key in [
-            "lifecycle",
-            "livenessProbe",
-            "readinessProbe",
-            "startupProbe",
-        ] {
-            if c.get(key).is_some_and(|v| !v.is_null()) {
-                out.push(FieldError::forbidden(
-                    format!("{path}.{key}"),
-                    "may not be set for init containers without restartPolicy=Always",
-                ));
-            }
-        }
-    }
-}
-
 /// The volumes' names (valid, unique), returned for the mounts to refer to.
 fn volumes(spec: &Value, out: &mut Vec<FieldError>) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
@@ -169,68 +116,6 @@ fn volumes(spec: &Value, out: &mut Vec<FieldError>) -> BTreeSet<String> {
         }
     }
     names
-}
-
-fn container(c: &Value, path: &str, volumes: &BTreeSet<String>, out: &mut Vec<FieldError>) {
-    let name = str_of(c, "name");
-    if name.is_empty() {
-        out.push(FieldError::required(format!("{path}.name"), ""));
-    } else {
-        for message in dns_label_errors(name) {
-            out.push(FieldError::invalid(
-                format!("{path}.name"),
-                Bad::str(name),
-                message,
-            ));
-        }
-    }
-    if str_of(c, "image").is_empty() {
-        out.push(FieldError::required(format!("{path}.image"), ""));
-    }
-    one_of(
-        out,
-        &format!("{path}.terminationMessagePolicy"),
-        str_of(c, "terminationMessagePolicy"),
-        &MESSAGE_POLICIES,
-    );
-    let pull = str_of(c, "imagePullPolicy");
-    if !pull.is_empty() && !PULL_POLICIES.contains(&pull) {
-        out.push(FieldError::not_supported(
-            format!("{path}.imagePullPolicy"),
-            Bad::str(pull),
-            &PULL_POLICIES,
-        ));
-    }
-    for (i, port) in list(c, "ports").iter().enumerate() {
-        let n = port
-            .get("containerPort")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        if !(1..=65535).contains(&n) {
-            out.push(FieldError::invalid(
-                format!("{path}.ports[{i}].containerPort"),
-                Bad::plain(n),
-                "must be between 1 and 65535, inclusive",
-            ));
-        }
-    }
-    for (i, mount) in list(c, "volumeMounts").iter().enumerate() {
-        let name = str_of(mount, "name");
-        let at = format!("{path}.volumeMounts[{i}]");
-        if name.is_empty() {
-            out.push(FieldError::required(format!("{at}.name"), ""));
-        } else if !volumes.contains(name) {
-            out.push(FieldError {
-                kind: crate::field::Kind::NotFound,
-                field: format!("{at}.name"),
-                value: Some(Bad::str(name)),
-                detail: String::new(),
-            });
-        }
-        if str_of(mount, "mountPath").is_empty() {
-            out.push(FieldError::required(format!("{at}.mountPath"), ""));
-        }
-    }
 }
 
 /// The checks of an update: containers neither added nor removed, the active deadline

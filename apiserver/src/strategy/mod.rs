@@ -1,19 +1,18 @@
 //! Per-resource write rules, after upstream's registry strategies (`PrepareForCreate`,
 //! `PrepareForUpdate`, defaulting and the validation a node agent can run into).
 
-use std::collections::BTreeMap;
-
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::defaults;
 use crate::managed_fields::{self, Operation, Writer};
 use crate::meta;
-use crate::quantity::{self, Quantity};
 use crate::resources::{self, Resource};
 use crate::status::{Error, Result};
 use crate::validate;
 use crate::version::Version;
 use crate::wire;
+
+mod pod;
 
 /// Which part of an object a write may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,7 +207,7 @@ pub fn prepare_for_create(
     // The field manager sees the decoded request: defaults, no admission, no strategy.
     managed_fields::update(requested, None, &mut obj, writer);
     if std::ptr::eq(resource, &resources::PODS) {
-        pod_create(&mut obj)?;
+        pod::create(&mut obj)?;
     } else if std::ptr::eq(resource, &resources::NODES) {
         defaults::admit_node(&mut obj);
     } else if std::ptr::eq(resource, &resources::NAMESPACES) {
@@ -218,73 +217,6 @@ pub fn prepare_for_create(
     validate::create(requested, &obj)?;
     wire::encode(resource, &mut obj);
     Ok(obj)
-}
-
-/// `ComputePodQOS`: only cpu and memory count, zero quantities are ignored, and a pod is
-/// `Guaranteed` when every container limits both and the pod's summed requests equal its
-/// summed limits. A resource value that is not a quantity is a 400, as upstream's decoder
-/// rejects it.
-fn qos_class(spec: &Map<String, Value>) -> Result<&'static str> {
-    let mut requests: BTreeMap<&'static str, Quantity> = BTreeMap::new();
-    let mut limits: BTreeMap<&'static str, Quantity> = BTreeMap::new();
-    let mut guaranteed = true;
-    let containers = ["containers", "initContainers"]
-        .into_iter()
-        .filter_map(|list| spec.get(list).and_then(Value::as_array))
-        .flatten();
-    for c in containers {
-        let add = |kind: &str, sums: &mut BTreeMap<&'static str, Quantity>| {
-            let mut found = Vec::new();
-            let Some(list) = c
-                .pointer(&format!("/resources/{kind}"))
-                .and_then(Value::as_object)
-            else {
-                return Ok(found);
-            };
-            for (name, value) in list {
-                let q = value
-                    .as_str()
-                    .and_then(Quantity::parse)
-                    .or_else(|| value.as_i64().and_then(|n| Quantity::parse(&n.to_string())))
-                    .ok_or_else(|| {
-                        Error::bad_request(format!(
-                            "Pod in version \"v1\" cannot be handled as a Pod: {}",
-                            quantity::SYNTAX
-                        ))
-                    })?;
-                let Some(name) = ["cpu", "memory"].into_iter().find(|r| r == name) else {
-                    continue;
-                };
-                if q.is_positive() {
-                    let sum = sums.entry(name).or_insert(Quantity::ZERO);
-                    *sum = sum.saturating_add(q);
-                    found.push(name);
-                }
-            }
-            Ok::<_, Error>(found)
-        };
-        add("requests", &mut requests)?;
-        let limited = add("limits", &mut limits)?;
-        if !(limited.contains(&"cpu") && limited.contains(&"memory")) {
-            guaranteed = false;
-        }
-    }
-    Ok(if requests.is_empty() && limits.is_empty() {
-        "BestEffort"
-    } else if guaranteed && requests == limits {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    })
-}
-
-/// A new pod: the admission plugins' fields and its create-time status.
-fn pod_create(pod: &mut Value) -> Result<()> {
-    let empty = Map::new();
-    let qos = qos_class(pod.get("spec").and_then(Value::as_object).unwrap_or(&empty))?;
-    defaults::admit_pod(pod);
-    pod["status"] = json!({"phase": "Pending", "qosClass": qos});
-    Ok(())
 }
 
 /// Merges an update into the stored object the way upstream's strategies do: a main write
@@ -375,69 +307,11 @@ pub fn prepare_for_update(
         defaults::admit_pod_update(&mut out);
     }
     if std::ptr::eq(resource, &resources::PODS) && version.pods_have_generation() {
-        pod_generation(old, &mut out, part);
+        pod::generation(old, &mut out, part);
     }
     validate::update(resource, old, &out, part)?;
     wire::encode(resource, &mut out);
     Ok(out)
-}
-
-/// `updatePodGeneration` and `preserveOldObservedGeneration`: a spec change bumps the
-/// pod's `generation`; a status write that leaves `observedGeneration` out, in the status
-/// or in a condition, keeps the stored value (conditions matched by type, in order).
-fn pod_generation(old: &Value, new: &mut Value, part: Part) {
-    if part == Part::Main && old.get("spec") != new.get("spec") {
-        let generation = new
-            .pointer("/metadata/generation")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        meta::set(new, "generation", generation + 1);
-    }
-    if part != Part::Status {
-        return;
-    }
-    let observed = |v: &Value| {
-        v.get("observedGeneration")
-            .and_then(Value::as_i64)
-            .unwrap_or(0)
-    };
-    let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let old_status = old.get("status").unwrap_or(&Value::Null);
-    let unset = status
-        .get("observedGeneration")
-        .and_then(Value::as_i64)
-        .is_none_or(|g| g == 0);
-    if unset && observed(old_status) != 0 {
-        status.insert("observedGeneration".into(), observed(old_status).into());
-    }
-    let mut old_conditions: Vec<&Value> = old_status
-        .get("conditions")
-        .and_then(Value::as_array)
-        .map(|c| c.iter().collect())
-        .unwrap_or_default();
-    for condition in status
-        .get_mut("conditions")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
-        let type_ = condition.get("type").cloned();
-        let Some(i) = old_conditions
-            .iter()
-            .position(|c| c.get("type") == type_.as_ref())
-        else {
-            continue;
-        };
-        let was = observed(old_conditions.remove(i));
-        if observed(condition) == 0
-            && was != 0
-            && let Some(c) = condition.as_object_mut()
-        {
-            c.insert("observedGeneration".into(), was.into());
-        }
-    }
 }
 
 #[cfg(test)]
@@ -466,49 +340,6 @@ mod tests {
         assert_eq!(p["status"]["phase"], "Pending");
         assert_eq!(p["status"]["qosClass"], "BestEffort");
         assert_eq!(p["kind"], "Pod");
-    }
-
-    fn qos(containers: Value) -> std::result::Result<(String, Value), u16> {
-        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": containers}});
-        let p = prepare_for_create(&PODS, pod, "ns", &Writer::storage(), Version::NEWEST)
-            .map_err(|e| e.code())?;
-        let class = p["status"]["qosClass"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        Ok((class, p["spec"]["containers"][0]["resources"].clone()))
-    }
-
-    #[test]
-    fn qos_class_like_compute_pod_qos() {
-        let c = |resources: Value| json!([{"name": "c", "image": "i", "resources": resources}]);
-        let class = |resources: Value| qos(c(resources)).map(|(class, _)| class);
-        // Only cpu and memory count, and zero is no request.
-        assert_eq!(
-            class(json!({"requests": {"ephemeral-storage": "1Gi"}})),
-            Ok("BestEffort".into())
-        );
-        assert_eq!(
-            class(json!({"requests": {"cpu": "0", "memory": "0"}})),
-            Ok("BestEffort".into())
-        );
-        assert_eq!(
-            class(json!({"requests": {"cpu": "100m"}})),
-            Ok("Burstable".into())
-        );
-        // Requests equal limits in value, whatever the spelling.
-        let equal = json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1000m", "memory": "1073741824"}});
-        assert_eq!(class(equal), Ok("Guaranteed".into()));
-        let lower = json!({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}});
-        assert_eq!(class(lower), Ok("Burstable".into()));
-        let cpu_only = json!({"limits": {"cpu": "1"}});
-        assert_eq!(class(cpu_only), Ok("Burstable".into()));
-        // A limit without a request becomes the request (`SetDefaults_Pod`).
-        let (class, resources) = qos(c(json!({"limits": {"cpu": "1", "memory": "64Mi"}}))).unwrap();
-        assert_eq!(class, "Guaranteed");
-        assert_eq!(resources["requests"], json!({"cpu": "1", "memory": "64Mi"}));
-        // Not a quantity: the decoder's 400.
-        assert_eq!(qos(c(json!({"limits": {"cpu": "lots"}}))), Err(400));
     }
 
     #[test]
@@ -572,41 +403,6 @@ mod tests {
         // The stored spec: `false` is a zero value its Go field leaves out.
         assert_eq!(out["spec"].get("unschedulable"), None);
         assert_eq!(out["metadata"]["generation"], 1);
-    }
-
-    #[test]
-    fn pod_generation_follows_the_spec_and_status_writes_keep_the_observed_one() {
-        let v1 =
-            prepare_for_create(&PODS, pod(), "ns", &Writer::storage(), Version::NEWEST).unwrap();
-        let update = |old: &Value, new: Value, part| {
-            prepare_for_update(&PODS, old, new, part, &Writer::storage(), Version::NEWEST).unwrap()
-        };
-        let mut new = v1.clone();
-        new["metadata"]["labels"] = json!({"a": "b"});
-        let same = update(&v1, new, Part::Main);
-        assert_eq!(same["metadata"]["generation"], 1, "metadata is not spec");
-        let mut new = same.clone();
-        new["spec"]["containers"][0]["image"] = "busybox:2".into();
-        let v2 = update(&same, new, Part::Main);
-        assert_eq!(v2["metadata"]["generation"], 2);
-        let mut observed = v2.clone();
-        observed["status"] = json!({"phase": "Running", "observedGeneration": 2,
-            "conditions": [{"type": "Ready", "status": "True", "observedGeneration": 2}]});
-        let observed = update(&v2, observed, Part::Status);
-        let mut blind = observed.clone();
-        blind["status"] = json!({"phase": "Running",
-            "conditions": [{"type": "Ready", "status": "False"}, {"type": "Other", "status": "True"}]});
-        let kept = update(&observed, blind, Part::Status);
-        assert_eq!(kept["status"]["observedGeneration"], 2);
-        assert_eq!(kept["status"]["conditions"][0]["observedGeneration"], 2);
-        assert_eq!(
-            kept["status"]["conditions"][1].get("observedGeneration"),
-            None
-        );
-        assert_eq!(
-            kept["metadata"]["generation"], 2,
-            "status writes never bump"
-        );
     }
 
     #[test]
