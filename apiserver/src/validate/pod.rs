@@ -251,6 +251,11 @@ pub(super) fn status_update(old: &Value, new: &Value) -> Vec<FieldError> {
             if failed && policy == "OnFailure" {
                 continue;
             }
+            // `ValidateInitContainerStateTransition`: a sidecar restarts whatever the pod's
+            // policy.
+            if key == "initContainerStatuses" && is_sidecar(old, before) {
+                continue;
+            }
             let revived = after.iter().any(|now| {
                 now.get("name") == before.get("name")
                     && now.pointer("/state/terminated").is_none_or(Value::is_null)
@@ -280,6 +285,15 @@ pub(super) fn status_update(old: &Value, new: &Value) -> Vec<FieldError> {
         }
     }
     out
+}
+
+/// Whether the init container a `status` is of restarts on its own (`restartPolicy: Always`).
+fn is_sidecar(pod: &Value, status: &Value) -> bool {
+    let spec = pod.get("spec").unwrap_or(&Value::Null);
+    list(spec, "initContainers")
+        .iter()
+        .find(|c| c.get("name") == status.get("name"))
+        .is_some_and(|c| str_of(c, "restartPolicy") == "Always")
 }
 
 /// The spec with the fields an update may change taken out.
@@ -469,6 +483,26 @@ mod tests {
         assert_eq!(
             messages(create(&spec(json!({"hostnameOverride": long})))),
             ["spec.hostnameOverride: Too long: may not be more than 64 bytes"]
+        );
+    }
+
+    #[test]
+    fn a_sidecar_may_run_again_in_a_pod_that_restarts_nothing() {
+        let spec = json!({"restartPolicy": "Never",
+            "initContainers": [{"name": "s", "restartPolicy": "Always"}, {"name": "i"}],
+            "containers": [{"name": "c"}]});
+        let status = |state: Value| {
+            json!({"spec": spec, "status": {"initContainerStatuses": [
+                {"name": "s", "state": state.clone()}, {"name": "i", "state": state}]}})
+        };
+        let exited = status(json!({"terminated": {"exitCode": 0}}));
+        let running = status(json!({"running": {}}));
+        assert_eq!(
+            messages(status_update(&exited, &running)),
+            [
+                "status.initContainerStatuses[1].state: Forbidden: may not be transitioned to non-terminated state"
+            ],
+            "only the regular init container may not run again"
         );
     }
 
