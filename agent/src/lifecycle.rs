@@ -4,9 +4,11 @@
 //! a failure as the kubelet does. What a failure does (kill, restart, events)
 //! is the caller's: `startContainer` and `killContainer` in [`crate::sync_pod`].
 //!
-//! The kubelet 1.28 knows these two actions; a handler with none of them
-//! (`tcpSocket`, kept in the API for compatibility, or `sleep`, added in 1.29)
-//! fails as an invalid handler.
+//! Besides those two, `sleep` (1.29's `PodLifecycleSleepAction`, on by default) waits its
+//! seconds: for `preStop` within what is left of the grace period, after which the kill
+//! goes on and the cut-off sleep is no failure (the kubelet's sleep outlives the grace
+//! period unseen). A handler with none of these (`tcpSocket`, kept in the API for
+//! compatibility) fails as an invalid handler.
 
 use std::time::Duration;
 
@@ -129,6 +131,11 @@ pub async fn run(
             pod,
             error,
         });
+    }
+    if let Some(sleep) = &handler.sleep {
+        let seconds = u64::try_from(sleep.seconds).unwrap_or(0);
+        tokio::time::sleep(Duration::from_secs(seconds)).await;
+        return Ok(());
     }
     Err(Error::Invalid { container, pod })
 }

@@ -159,11 +159,13 @@ pub struct Prober {
 pub type Results = HashMap<String, (bool, bool)>;
 
 impl Prober {
-    /// Aligns the tracked containers with the running ones of `rt`.
+    /// Aligns the tracked containers with the running ones of `rt`; once the pod is being
+    /// deleted only readiness probes run.
     pub fn track(&mut self, pod: &Pod, rt: &runtime::PodStatus) {
         let Some(spec) = pod.spec.as_ref() else {
             return;
         };
+        let deleting = pod.metadata.deletion_timestamp.is_some();
         let mut keep = HashMap::new();
         let sidecars = spec
             .init_containers
@@ -205,6 +207,21 @@ impl Prober {
             keep.insert(c.name.clone(), tracked);
         }
         self.tracked = keep;
+        if deleting {
+            self.terminate();
+        }
+    }
+
+    /// The pod is being deleted: liveness probes stop and a startup probe counts as passed
+    /// (the kubelet's workers set both to success for a quiet shutdown); readiness probes
+    /// go on.
+    fn terminate(&mut self) {
+        for t in self.tracked.values_mut() {
+            t.liveness = None;
+            if let Some(p) = t.startup.as_mut() {
+                p.result = true;
+            }
+        }
     }
 
     /// `(ready, started)` of every probed running container.
@@ -262,6 +279,7 @@ impl Prober {
             result.is_ok()
         };
         for (name, t) in self.tracked.iter_mut() {
+            let was_started = t.started();
             if let Some(p) = t.startup.as_mut().filter(|p| !p.result && p.next <= now) {
                 let ok = run(name, &t.id, "Startup", &p.spec).await;
                 changed |= p.record(ok, now);
@@ -270,8 +288,22 @@ impl Prober {
                     continue;
                 }
             }
-            if !t.startup.as_ref().is_none_or(|p| p.result) {
-                continue;
+            // Each probe ticks on its own period (the kubelet's workers): a liveness or
+            // readiness tick before the container has started is skipped, not saved for later.
+            // Once it has started, readiness runs at once (the status update triggers it) and
+            // liveness waits for its next tick.
+            if !t.started() || !was_started {
+                let skipped = if t.started() {
+                    vec![t.liveness.as_mut()]
+                } else {
+                    vec![t.liveness.as_mut(), t.readiness.as_mut()]
+                };
+                for p in skipped.into_iter().flatten().filter(|p| p.next <= now) {
+                    p.next = now + p.period();
+                }
+                if !t.started() {
+                    continue;
+                }
             }
             if let Some(p) = t.liveness.as_mut().filter(|p| p.next <= now) {
                 let ok = run(name, &t.id, "Liveness", &p.spec).await;

@@ -118,6 +118,9 @@ pub struct PodState {
     deadline_reported: bool,
     /// Turns true when the pod's worker is asked to kill it.
     kill_requested: Option<watch::Receiver<bool>>,
+    /// Containers a failed probe killed that are to be started again whatever their
+    /// exit code (taken by the next start of each).
+    restart_after_kill: std::collections::HashSet<String>,
 }
 
 impl PodState {
@@ -137,6 +140,7 @@ impl PodState {
             ),
             deadline_reported: false,
             kill_requested: None,
+            restart_after_kill: std::collections::HashSet::new(),
         }
     }
 
@@ -248,6 +252,19 @@ async fn publish(
     status
 }
 
+/// Records an `Unhealthy` event for every probe run that failed since the last call.
+fn report_unhealthy(ctx: &Context, state: &mut PodState, pod: &Pod) {
+    for failed in state.prober.take_unhealthy() {
+        ctx.events.pod(
+            pod,
+            Some(&failed.container),
+            Type::Warning,
+            "Unhealthy",
+            failed.message,
+        );
+    }
+}
+
 /// Syncs a pod that should be running; one with an active deadline syncs again
 /// when it passes.
 pub async fn sync(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime::Result<Outcome> {
@@ -279,15 +296,7 @@ async fn sync_running(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime
     state.prober.track(pod, &rt);
     let pod_ip = rt.sandbox().and_then(|s| s.ip.clone());
     state.prober.run_due(&ctx.runtime, pod_ip.as_deref()).await;
-    for failed in state.prober.take_unhealthy() {
-        ctx.events.pod(
-            pod,
-            Some(&failed.container),
-            Type::Warning,
-            "Unhealthy",
-            failed.message,
-        );
-    }
+    report_unhealthy(ctx, state, pod);
     let mut killed = false;
     let kills = state.prober.take_kills();
     // Sidecars are restarted whatever the pod's policy and do not keep a pod alive:
@@ -332,6 +341,11 @@ async fn sync_running(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime
         kill_container(ctx, pod, container).await?;
         if let Some(c) = rt.containers.iter().find(|c| c.id == kill.id) {
             state.runtime.touch_container(&c.id, &c.sandbox_id);
+        }
+        // `computePodActions` puts a container its probe killed among those to start,
+        // whatever its exit code: an OnFailure pod restarts it too.
+        if plan != kill::ProbeKill::Pod && plan.restarts() || sidecar(&kill.name) {
+            state.restart_after_kill.insert(kill.name.clone());
         }
         killed = true;
     }

@@ -143,7 +143,11 @@ pub(super) async fn converge(
             .filter(|c| match rt.latest(&c.name) {
                 None => true,
                 Some(l) if fresh_sandbox => l.state != ContainerState::Running,
-                Some(_) => changed.contains(c) || pod_status::should_restart(c, pod, rt),
+                Some(_) => {
+                    changed.contains(c)
+                        || state.restart_after_kill.contains(&c.name)
+                        || pod_status::should_restart(c, pod, rt)
+                }
             })
             .collect()
     } else {

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use tokio::time::Instant;
 
 use super::termination_order::TerminationOrder;
-use super::{Context, PodState, publish};
+use super::{Context, PodState, publish, report_unhealthy};
 use crate::events::Type;
 use crate::lifecycle;
 use crate::podutil::has_restartable_init_container;
@@ -74,6 +74,11 @@ impl ProbeKill {
         } else {
             Self::Containers { restart }
         }
+    }
+
+    /// Whether the killed containers are started again.
+    pub(super) fn restarts(&self) -> bool {
+        matches!(self, Self::Containers { restart: true })
     }
 
     /// The `Killing` event's message for a container whose `probe` failed;
@@ -216,7 +221,9 @@ pub async fn kill(
         .pod_status_refreshed(pod, &mut state.runtime)
         .await?;
     let pod_ip = rt.sandbox().and_then(|s| s.ip.as_deref());
-    kill_running(ctx, pod, &rt, grace, pod_ip).await?;
+    state.prober.track(pod, &rt);
+    let kills = kill_running(ctx, pod, &rt, grace, pod_ip);
+    keep_probing(ctx, state, pod, &rt, kills).await?;
     for c in rt.running() {
         state.runtime.touch_container(&c.id, &c.sandbox_id);
     }
@@ -236,6 +243,38 @@ pub async fn kill(
     let finalize = pod.metadata.deletion_timestamp.is_some();
     publish(ctx, state, pod, &rt, true, finalize).await;
     Ok(())
+}
+
+/// Runs `kills` to its end while the pod's readiness probes keep running on their periods
+/// and the status shows what they find: the kubelet's probe workers outlive the kill
+/// request, so a pod turns not Ready while its containers are still stopping.
+async fn keep_probing(
+    ctx: &Context,
+    state: &mut PodState,
+    pod: &Pod,
+    rt: &runtime::PodStatus,
+    kills: impl Future<Output = runtime::Result<()>>,
+) -> runtime::Result<()> {
+    tokio::pin!(kills);
+    let pod_ip = rt.sandbox().and_then(|s| s.ip.clone());
+    loop {
+        let due = state.prober.next_due();
+        let next_probe = async {
+            match due {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            result = &mut kills => return result,
+            () = next_probe => {
+                if state.prober.run_due(&ctx.runtime, pod_ip.as_deref()).await {
+                    publish(ctx, state, pod, rt, false, false).await;
+                }
+                report_unhealthy(ctx, state, pod);
+            }
+        }
+    }
 }
 
 /// Removes every container and sandbox of a pod that is gone (container GC).

@@ -57,8 +57,13 @@ impl PodSandbox {
             .await
     }
 
-    /// The pod IP (`PodSandboxStatus`, asked at most once).
+    /// The pod IP (`PodSandboxStatus`, asked at most once); a host-network pod's is the
+    /// node's, as its status shows (`status.podIP` in its environment, too).
     pub(super) async fn ip(&self, ctx: &Context, pod: &Pod) -> runtime::Result<Option<String>> {
+        let host_network = pod.spec.as_ref().and_then(|s| s.host_network) == Some(true);
+        if host_network && let Some(host_ip) = &ctx.host_ip {
+            return Ok(Some(host_ip.clone()));
+        }
         self.ip
             .get_or_try_init(|| ctx.runtime.sandbox_ip(pod, &self.id))
             .await

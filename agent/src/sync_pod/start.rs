@@ -297,6 +297,7 @@ pub(super) async fn start(
         format!("Started container {}", container.name),
     );
     tracing::info!(pod = %runtime::pod_key(pod), container = %container.name, "container started");
+    state.restart_after_kill.remove(&container.name);
     let hook = post_start(ctx, pod, container, &id, sandbox);
     let result = tokio::select! {
         result = hook => result,
