@@ -292,17 +292,19 @@ impl Prober {
             // readiness tick before the container has started is skipped, not saved for later.
             // Once it has started, readiness runs at once (the status update triggers it) and
             // liveness waits for its next tick.
-            if !t.started() || !was_started {
-                let skipped = if t.started() {
-                    vec![t.liveness.as_mut()]
-                } else {
-                    vec![t.liveness.as_mut(), t.readiness.as_mut()]
-                };
-                for p in skipped.into_iter().flatten().filter(|p| p.next <= now) {
+            if !t.started() {
+                let ticks = [t.liveness.as_mut(), t.readiness.as_mut()];
+                for p in ticks.into_iter().flatten().filter(|p| p.next <= now) {
                     p.next = now + p.period();
                 }
-                if !t.started() {
-                    continue;
+                continue;
+            }
+            if !was_started {
+                if let Some(p) = t.liveness.as_mut().filter(|p| p.next <= now) {
+                    p.next = now + p.period();
+                }
+                if let Some(p) = t.readiness.as_mut() {
+                    p.next = now;
                 }
             }
             if let Some(p) = t.liveness.as_mut().filter(|p| p.next <= now) {
