@@ -173,7 +173,9 @@ pub enum Error {
     #[error(transparent)]
     Up(#[from] crate::up::Error),
     /// `--emulate-version` with a backend that brings its own API server.
-    #[error("--emulate-version applies to the embedded backend only (the {backend} backend's API server has its own version)")]
+    #[error(
+        "--emulate-version applies to the embedded backend only (the {backend} backend's API server has its own version)"
+    )]
     EmulateVersion {
         /// The backend chosen.
         backend: &'static str,

@@ -1,8 +1,11 @@
 //! Keeps the coverage map honest: `cases/coverage.yaml` lists every upstream Conformance /
-//! NodeConformance test of the node and storage e2e suites, in or out of scope; each case names the
-//! tests it mirrors in `upstream:`. This test fails when a case cites a test the map does not list
-//! or one it calls out of scope, and when the generated table in `cases/README.md` (between
-//! `<!-- coverage:begin -->` and `<!-- coverage:end -->`) is stale.
+//! NodeConformance test of the node and storage e2e suites (the directories in [`AREAS`]) of each
+//! Kubernetes version in its `sources`, with where each version has it, in or out of scope; each
+//! case names the tests it mirrors in `upstream:`. This test fails when the map is malformed or unsorted, when a case
+//! cites a test the map does not list or one it calls out of scope, when an in-scope test's
+//! `checked` says "Uncovered" while a case cites it (or not while none does), and when the
+//! generated table in `cases/README.md` (between `<!-- coverage:begin -->` and
+//! `<!-- coverage:end -->`) is stale.
 //!
 //! `NODECONFORM_UPDATE_COVERAGE=1 cargo test -p nodeconform-harness --test coverage` rewrites that
 //! table instead of failing on it (like a golden file's update flag).
@@ -17,32 +20,34 @@ use serde::Deserialize;
 const BEGIN: &str = "<!-- coverage:begin -->";
 const END: &str = "<!-- coverage:end -->";
 const UPDATE_ENV: &str = "NODECONFORM_UPDATE_COVERAGE";
+/// What `checked` says of an in-scope test no case cites.
+const UNCOVERED: &str = "Uncovered";
 /// The upstream directories the map covers, in the order the summary lists them.
-const AREAS: [&str; 3] = [
+const AREAS: [&str; 4] = [
     "test/e2e/common/node",
     "test/e2e/common/storage",
     "test/e2e_node",
+    "test/e2e/node",
 ];
 
 /// `cases/coverage.yaml`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Map {
-    /// The Kubernetes version the tests were read from.
-    source: String,
+    /// The Kubernetes versions the tests were read from, oldest first.
+    sources: Vec<String>,
     tests: Vec<Entry>,
 }
 
-/// One upstream test.
+/// One upstream test, by full name.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Entry {
     /// The full Ginkgo name.
     test: String,
-    /// Path in the Kubernetes tree.
-    file: String,
-    /// Line of the `It` in `source`.
-    line: u32,
+    /// Each source version that has a spec of exactly this name → its `path:line` (the line of
+    /// the `It`/`Entry` call) in the Kubernetes tree.
+    at: BTreeMap<String, String>,
     scope: Scope,
     /// Why it is out of scope.
     #[serde(default)]
@@ -59,6 +64,54 @@ struct Entry {
 enum Scope {
     In,
     Out,
+}
+
+/// A test's place in one version's tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Location<'a> {
+    path: &'a str,
+    line: u32,
+}
+
+impl<'a> Location<'a> {
+    /// `path:line` with a path under one of [`AREAS`] and a line above 0.
+    fn parse(text: &'a str) -> Result<Self, String> {
+        let (path, line) = text
+            .rsplit_once(':')
+            .ok_or_else(|| format!("`{text}` is not `path:line`"))?;
+        let line: u32 = line
+            .parse()
+            .map_err(|_| format!("`{text}` is not `path:line` (the line is not a number)"))?;
+        if line == 0 {
+            return Err(format!("`{text}`: line 0"));
+        }
+        if area(path).is_none() {
+            return Err(format!("`{text}` is not under {}", AREAS.join(", ")));
+        }
+        Ok(Self { path, line })
+    }
+}
+
+/// The area (one of [`AREAS`]) a path lies under.
+fn area(path: &str) -> Option<&'static str> {
+    AREAS
+        .iter()
+        .find(|a| {
+            path.strip_prefix(**a)
+                .is_some_and(|rest| rest.starts_with('/'))
+        })
+        .copied()
+}
+
+impl Map {
+    /// Where the newest version (the last of `sources`) that has the test has it.
+    fn newest_location<'a>(&self, e: &'a Entry) -> Option<Location<'a>> {
+        self.sources
+            .iter()
+            .rev()
+            .find_map(|v| e.at.get(v))
+            .and_then(|at| Location::parse(at).ok())
+    }
 }
 
 /// A case that cites a test, and what of the test it leaves out.
@@ -111,26 +164,42 @@ fn load_citations(dir: &Path) -> BTreeMap<String, Vec<Citation>> {
     citations
 }
 
-/// Problems with the map itself: order, duplicates, reasons, files.
+/// Problems with the map itself: sources, locations, order, duplicates, reasons.
 fn map_problems(map: &Map) -> Vec<String> {
     let mut problems = Vec::new();
-    if map.source.is_empty() {
-        problems.push("`source` is empty".to_owned());
+    if map.sources.is_empty() {
+        problems.push("`sources` is empty".to_owned());
+    }
+    let mut versions = BTreeSet::new();
+    for v in &map.sources {
+        if v.trim().is_empty() {
+            problems.push("`sources` has an empty version".to_owned());
+        } else if !versions.insert(v.as_str()) {
+            problems.push(format!("`sources` lists `{v}` twice"));
+        }
     }
     let mut names = BTreeSet::new();
+    let mut prev: Option<(Location<'_>, &str)> = None;
     for (i, e) in map.tests.iter().enumerate() {
         if !names.insert(e.test.as_str()) {
             problems.push(format!("tests[{i}]: `{}` is listed twice", e.test));
         }
-        if !AREAS.iter().any(|a| e.file.starts_with(&format!("{a}/"))) {
+        if e.at.is_empty() {
             problems.push(format!(
-                "tests[{i}]: file `{}` is not under {}",
-                e.file,
-                AREAS.join(", ")
+                "tests[{i}]: `at` is empty (which version has `{}`?)",
+                e.test
             ));
         }
-        if e.line == 0 {
-            problems.push(format!("tests[{i}]: line 0"));
+        for (version, at) in &e.at {
+            if !versions.contains(version.as_str()) {
+                problems.push(format!(
+                    "tests[{i}]: `at` names `{version}`, which `sources` does not list ({})",
+                    map.sources.join(", ")
+                ));
+            }
+            if let Err(problem) = Location::parse(at) {
+                problems.push(format!("tests[{i}]: at.{version}: {problem}"));
+            }
         }
         match (e.scope, e.reason.as_deref()) {
             (Scope::In, Some(_)) => {
@@ -150,15 +219,18 @@ fn map_problems(map: &Map) -> Vec<String> {
             )),
             _ => {}
         }
-        // Sorted by file then line keeps diffs against a newer upstream reviewable.
-        if let Some(prev) = i.checked_sub(1).map(|p| &map.tests[p])
-            && (prev.file.as_str(), prev.line, prev.test.as_str())
-                > (e.file.as_str(), e.line, e.test.as_str())
-        {
-            problems.push(format!(
-                "tests[{i}]: `{}:{}` comes after `{}:{}` (keep the list sorted by file, then line)",
-                e.file, e.line, prev.file, prev.line
-            ));
+        // Sorted by the newest version's path and line, then name, keeps diffs against a newer
+        // upstream reviewable.
+        if let Some(here) = map.newest_location(e) {
+            if let Some((before, before_name)) = prev
+                && (before, before_name) > (here, e.test.as_str())
+            {
+                problems.push(format!(
+                    "tests[{i}]: `{}:{}` comes after `{}:{}` (keep the list sorted by the location in the newest version that has the test, then by name)",
+                    here.path, here.line, before.path, before.line
+                ));
+            }
+            prev = Some((here, e.test.as_str()));
         }
     }
     problems
@@ -187,6 +259,30 @@ fn citation_problems(map: &Map, citations: &BTreeMap<String, Vec<Citation>>) -> 
             }
         }
     }
+    // `checked` says "Uncovered" exactly while no case cites the test, so it never claims
+    // coverage no case gives, nor goes stale when a case starts citing the test.
+    for (i, e) in map.tests.iter().enumerate() {
+        if e.scope != Scope::In {
+            continue;
+        }
+        let says_uncovered = e.checked.as_deref().unwrap_or_default().contains(UNCOVERED);
+        match citations.get(&e.test) {
+            Some(cited) if says_uncovered => problems.push(format!(
+                "tests[{i}]: cited by {} but `checked` still says \"{UNCOVERED}\" (say how the cases hold `{}`)",
+                cited
+                    .iter()
+                    .map(|c| c.case.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                e.test
+            )),
+            None if !says_uncovered => problems.push(format!(
+                "tests[{i}]: no case cites `{}`, but `checked` does not say \"{UNCOVERED}\" (and what a case would need)",
+                e.test
+            )),
+            _ => {}
+        }
+    }
     problems
 }
 
@@ -203,7 +299,7 @@ fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('*', "\\*")
 }
 
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct Counts {
     tests: usize,
     in_scope: usize,
@@ -224,9 +320,9 @@ impl Counts {
         }
     }
 
-    fn row(&self, area: &str) -> String {
+    fn row(&self, area: &str, version: &str) -> String {
         format!(
-            "| {area} | {} | {} | {} | {} | {} |\n",
+            "| {area} | {version} | {} | {} | {} | {} | {} |\n",
             self.tests,
             self.in_scope,
             self.covered,
@@ -238,19 +334,29 @@ impl Counts {
 
 /// The README section between the markers (without them).
 fn render(map: &Map, citations: &BTreeMap<String, Vec<Citation>>) -> String {
-    let mut areas: BTreeMap<&str, Counts> = BTreeMap::new();
-    let mut all = Counts::default();
+    // (version, area) → counts; a test counts for a version when it has a location there.
+    let mut areas: BTreeMap<(&str, &str), Counts> = BTreeMap::new();
+    let mut all: BTreeMap<&str, Counts> = BTreeMap::new();
     let mut list = String::new();
     for e in &map.tests {
         let cited = citations.get(&e.test);
         let cov = coverage(cited);
-        let area = AREAS
-            .iter()
-            .find(|a| e.file.starts_with(&format!("{a}/")))
-            .copied()
-            .unwrap_or("other");
-        areas.entry(area).or_default().add(e.scope, cov);
-        all.add(e.scope, cov);
+        let mut places = Vec::new();
+        for version in &map.sources {
+            match e.at.get(version) {
+                Some(at) => {
+                    let area = area(at.rsplit_once(':').map_or(at.as_str(), |(p, _)| p))
+                        .unwrap_or("other");
+                    areas
+                        .entry((version.as_str(), area))
+                        .or_default()
+                        .add(e.scope, cov);
+                    all.entry(version.as_str()).or_default().add(e.scope, cov);
+                    places.push(format!("`{at}`"));
+                }
+                None => places.push("—".to_owned()),
+            }
+        }
         let cases = match (e.scope, cited) {
             (Scope::Out, _) => format!("out: {}", e.reason.as_deref().unwrap_or_default()),
             (Scope::In, None) => "—".to_owned(),
@@ -265,9 +371,8 @@ fn render(map: &Map, citations: &BTreeMap<String, Vec<Citation>>) -> String {
         };
         let _ = writeln!(
             list,
-            "| `{}:{}` | {} | {} |",
-            e.file,
-            e.line,
+            "| {} | {} | {} |",
+            places.join(" | "),
             cell(&e.test),
             cell(&cases)
         );
@@ -277,25 +382,41 @@ fn render(map: &Map, citations: &BTreeMap<String, Vec<Citation>>) -> String {
         out,
         "<!-- generated from cases/coverage.yaml and the cases' `upstream:` by `{UPDATE_ENV}=1 cargo test -p nodeconform-harness --test coverage`; do not edit by hand -->"
     );
-    let _ = writeln!(
-        out,
-        "Kubernetes {}: **{} of {} in-scope tests covered by passing cases**, {} more partly; {} of {} tests are out of scope.\n",
-        map.source,
-        all.covered,
-        all.in_scope,
-        all.partly,
-        all.tests - all.in_scope,
-        all.tests
-    );
-    out.push_str("| area | tests | in scope | covered | partly | uncovered |\n");
-    out.push_str("|---|---:|---:|---:|---:|---:|\n");
+    for version in &map.sources {
+        let c = all.get(version.as_str()).copied().unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "Kubernetes {version}: **{} of {} in-scope tests covered by passing cases**, {} more partly; {} of {} tests are out of scope.\n",
+            c.covered,
+            c.in_scope,
+            c.partly,
+            c.tests - c.in_scope,
+            c.tests
+        );
+    }
+    out.push_str("| area | version | tests | in scope | covered | partly | uncovered |\n");
+    out.push_str("|---|---|---:|---:|---:|---:|---:|\n");
     for area in AREAS.iter().chain(["other"].iter()) {
-        if let Some(c) = areas.get(area) {
-            out.push_str(&c.row(&format!("`{area}`")));
+        for version in &map.sources {
+            if let Some(c) = areas.get(&(version.as_str(), *area)) {
+                out.push_str(&c.row(&format!("`{area}`"), version));
+            }
         }
     }
-    out.push_str(&all.row("**all**"));
-    out.push_str("\n| file:line | upstream test | case |\n|---|---|---|\n");
+    for version in &map.sources {
+        if let Some(c) = all.get(version.as_str()) {
+            out.push_str(&c.row("**all**", version));
+        }
+    }
+    let _ = write!(out, "\n| ");
+    for version in &map.sources {
+        let _ = write!(out, "{version} | ");
+    }
+    out.push_str("upstream test | case |\n|");
+    for _ in &map.sources {
+        out.push_str("---|");
+    }
+    out.push_str("---|---|\n");
     out.push_str(&list);
     out
 }
@@ -381,12 +502,12 @@ fn partial_and_full_citations_are_counted_apart() {
 fn in_scope_tests_say_what_was_checked() {
     let map: Map = serde_yaml::from_str(
         r#"
-source: v1
+sources: [v1]
 tests:
-  - {test: a, file: test/e2e/common/node/a.go, line: 1, scope: in}
-  - {test: b, file: test/e2e/common/node/a.go, line: 2, scope: in, checked: "  "}
-  - {test: c, file: test/e2e/common/node/a.go, line: 3, scope: out, reason: r, checked: x}
-  - {test: d, file: test/e2e/common/node/a.go, line: 4, scope: in, checked: "asserts X; the case holds it"}
+  - {test: a, at: {v1: "test/e2e/common/node/a.go:1"}, scope: in}
+  - {test: b, at: {v1: "test/e2e/common/node/a.go:2"}, scope: in, checked: "  "}
+  - {test: c, at: {v1: "test/e2e/common/node/a.go:3"}, scope: out, reason: r, checked: x}
+  - {test: d, at: {v1: "test/e2e/common/node/a.go:4"}, scope: in, checked: "asserts X; the case holds it"}
 "#,
     )
     .expect("a well-typed map");
@@ -396,7 +517,120 @@ tests:
     assert!(problems[1].starts_with("tests[1]: in scope without `checked`"));
     assert!(problems[2].starts_with("tests[2]: out of scope but has `checked`"));
     let unknown = serde_yaml::from_str::<Map>(
-        "source: v1\ntests:\n  - {test: a, file: f, line: 1, scope: in, cheked: x}\n",
+        "sources: [v1]\ntests:\n  - {test: a, at: {v1: \"test/e2e_node/a.go:1\"}, scope: in, cheked: x}\n",
     );
     assert!(unknown.is_err(), "a misspelt key is refused");
+    let old_format = serde_yaml::from_str::<Map>(
+        "source: v1\ntests:\n  - {test: a, file: test/e2e_node/a.go, line: 1, scope: in, checked: x}\n",
+    );
+    assert!(old_format.is_err(), "the one-version format is refused");
+}
+
+#[test]
+fn locations_name_listed_versions() {
+    let map: Map = serde_yaml::from_str(
+        r#"
+sources: [v1, v2]
+tests:
+  - {test: a, at: {v1: "test/e2e_node/a.go:1", v3: "test/e2e_node/a.go:2"}, scope: out, reason: r}
+  - {test: b, at: {}, scope: out, reason: r}
+  - {test: c, at: {v2: "test/e2e_node/a.go:0"}, scope: out, reason: r}
+  - {test: d, at: {v2: "test/e2e/apps/a.go:5"}, scope: out, reason: r}
+  - {test: e, at: {v2: "test/e2e_node/a.go"}, scope: out, reason: r}
+  - {test: f, at: {v1: "test/e2e_node/b.go:1", v2: "test/e2e_node/b.go:9"}, scope: out, reason: r}
+"#,
+    )
+    .expect("a well-typed map");
+    let problems = map_problems(&map);
+    assert_eq!(problems.len(), 5, "{problems:#?}");
+    assert!(
+        problems[0].starts_with("tests[0]: `at` names `v3`, which `sources` does not list"),
+        "{problems:#?}"
+    );
+    assert!(problems[1].starts_with("tests[1]: `at` is empty"));
+    assert!(problems[2].starts_with("tests[2]: at.v2: `test/e2e_node/a.go:0`: line 0"));
+    assert!(problems[3].starts_with("tests[3]: at.v2: `test/e2e/apps/a.go:5` is not under"));
+    assert!(problems[4].starts_with("tests[4]: at.v2: `test/e2e_node/a.go` is not `path:line`"));
+}
+
+#[test]
+fn areas_are_whole_directories() {
+    assert_eq!(area("test/e2e/node/pods.go"), Some("test/e2e/node"));
+    assert_eq!(area("test/e2e_node/pods_test.go"), Some("test/e2e_node"));
+    assert_eq!(
+        area("test/e2e/common/node/pods.go"),
+        Some("test/e2e/common/node")
+    );
+    assert_eq!(area("test/e2e/nodefeature/a.go"), None);
+    assert_eq!(area("test/e2e/node"), None);
+}
+
+#[test]
+fn entries_sort_by_the_newest_location_then_name() {
+    let map: Map = serde_yaml::from_str(
+        r#"
+sources: [v1, v2]
+tests:
+  - {test: b, at: {v1: "test/e2e_node/a.go:9", v2: "test/e2e_node/a.go:2"}, scope: out, reason: r}
+  - {test: a, at: {v2: "test/e2e_node/a.go:2"}, scope: out, reason: r}
+  - {test: c, at: {v1: "test/e2e_node/a.go:5"}, scope: out, reason: r}
+  - {test: d, at: {v2: "test/e2e_node/a.go:3"}, scope: out, reason: r}
+"#,
+    )
+    .expect("a well-typed map");
+    let problems = map_problems(&map);
+    // a (v2 :2) sorts before b (v2 :2) by name; c's only place, v1 :5, after d's v2 :3.
+    assert_eq!(problems.len(), 2, "{problems:#?}");
+    assert!(
+        problems[0]
+            .starts_with("tests[1]: `test/e2e_node/a.go:2` comes after `test/e2e_node/a.go:2`")
+    );
+    assert!(
+        problems[1]
+            .starts_with("tests[3]: `test/e2e_node/a.go:3` comes after `test/e2e_node/a.go:5`")
+    );
+}
+
+#[test]
+fn checked_says_uncovered_exactly_while_no_case_cites_the_test() {
+    let map: Map = serde_yaml::from_str(
+        r#"
+sources: [v1]
+tests:
+  - {test: a, at: {v1: "test/e2e_node/a.go:1"}, scope: in, checked: "asserts X. Uncovered: a case needs Y."}
+  - {test: b, at: {v1: "test/e2e_node/a.go:2"}, scope: in, checked: "asserts X; x::y holds it"}
+  - {test: c, at: {v1: "test/e2e_node/a.go:3"}, scope: in, checked: "asserts X. Uncovered: a case needs Y."}
+  - {test: d, at: {v1: "test/e2e_node/a.go:4"}, scope: in, checked: "asserts X; x::y holds it"}
+  - {test: e, at: {v1: "test/e2e_node/a.go:5"}, scope: out, reason: r}
+"#,
+    )
+    .expect("a well-typed map");
+    assert!(map_problems(&map).is_empty());
+    let cite = |name: &str| Citation {
+        case: CaseId {
+            area: "x".to_owned(),
+            name: name.to_owned(),
+        },
+        partly: None,
+    };
+    let citations: BTreeMap<String, Vec<Citation>> = [
+        ("a".to_owned(), vec![cite("y")]),
+        ("b".to_owned(), vec![cite("y")]),
+        ("e".to_owned(), vec![cite("z")]),
+    ]
+    .into_iter()
+    .collect();
+    let problems = citation_problems(&map, &citations);
+    assert_eq!(problems.len(), 3, "{problems:#?}");
+    assert!(
+        problems[0].starts_with("x::z: cites `e`, which cases/coverage.yaml lists as out of scope")
+    );
+    assert!(
+        problems[1].starts_with("tests[0]: cited by x::y but `checked` still says \"Uncovered\""),
+        "{problems:#?}"
+    );
+    assert!(
+        problems[2]
+            .starts_with("tests[3]: no case cites `d`, but `checked` does not say \"Uncovered\"")
+    );
 }
