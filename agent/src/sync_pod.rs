@@ -322,6 +322,7 @@ async fn sync_running(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime
         tracing::info!(pod = %runtime::pod_key(pod), container = %kill.name, ?plan, "container failed its liveness or startup probe");
         let (message, grace) = if sidecar(&kill.name) {
             let message = format!("Init container {} failed {} probe", kill.name, kill.probe);
+            // A sidecar's kill is never the whole pod's: the rule of a single container.
             let grace = kill::ProbeKill::Containers { restart: true }.grace(pod, kill.grace);
             (Some(message), grace)
         } else {
@@ -344,7 +345,7 @@ async fn sync_running(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime
         }
         // `computePodActions` puts a container its probe killed among those to start,
         // whatever its exit code: an OnFailure pod restarts it too.
-        if plan != kill::ProbeKill::Pod && plan.restarts() || sidecar(&kill.name) {
+        if plan.restarts() || sidecar(&kill.name) {
             state.restart_after_kill.insert(kill.name.clone());
         }
         killed = true;
