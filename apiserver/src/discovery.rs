@@ -106,8 +106,9 @@ fn entry(r: &Resource, name: String, kind: &str, verbs: &[&str]) -> APIResource 
     }
 }
 
-/// `/api/v1` or `/apis/{group}/{version}`: the resources and subresources served.
-pub fn resource_list(group: &str, version: &str) -> Value {
+/// `/api/v1` or `/apis/{group}/{version}`: the resources and subresources served by
+/// `release`.
+pub fn resource_list(group: &str, version: &str, release: Version) -> Value {
     let mut list = Vec::new();
     for r in resources::ALL
         .iter()
@@ -133,6 +134,14 @@ pub fn resource_list(group: &str, version: &str) -> Value {
             list.push(eviction);
             list.push(entry(r, "pods/binding".into(), "Binding", &["create"]));
             list.push(entry(r, "pods/log".into(), "Pod", &["get"]));
+            if release.pods_resize() {
+                list.push(entry(
+                    r,
+                    "pods/resize".into(),
+                    "Pod",
+                    &["get", "patch", "update"],
+                ));
+            }
         }
         if std::ptr::eq(*r, &resources::SERVICEACCOUNTS) {
             let mut token = entry(
@@ -163,7 +172,7 @@ mod tests {
 
     #[test]
     fn core_list_has_pods_and_subresources() {
-        let v = resource_list("", "v1");
+        let v = resource_list("", "v1", Version::NEWEST);
         assert_eq!(v["kind"], "APIResourceList");
         let names: Vec<&str> = v["resources"]
             .as_array()
@@ -177,11 +186,18 @@ mod tests {
             "pods/eviction",
             "pods/binding",
             "pods/log",
+            "pods/resize",
             "nodes/status",
             "serviceaccounts/token",
         ] {
             assert!(names.contains(&n), "{n}");
         }
+    }
+
+    #[test]
+    fn resize_is_served_from_1_33() {
+        let old = resource_list("", "v1", Version::V1_28).to_string();
+        assert!(!old.contains("pods/resize"));
     }
 
     #[test]

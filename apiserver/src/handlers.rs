@@ -94,7 +94,8 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
                 crate::list::serve(ctx, &target, &query, view)
             }
         }
-        (&Method::GET, true, None | Some("status")) => {
+        (_, _, Some("resize")) if !resizable(ctx, &target) => Err(Error::NoResource),
+        (&Method::GET, true, None | Some("status" | "resize")) => {
             if target.watch || (sub.is_none() && query.flag("watch")) {
                 let name = target.name.clone();
                 watch_handler(ctx, &target, &query, view, name)
@@ -131,7 +132,7 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
             let body = h::read_body(&headers, body).await?;
             subresources::token(ctx, &target, &headers, &body, &writer)
         }
-        (&Method::PUT, true, None | Some("status")) => {
+        (&Method::PUT, true, None | Some("status" | "resize")) => {
             let body = h::read_body(&headers, body).await?;
             update(
                 ctx,
@@ -142,7 +143,7 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
                 (dry_run, validation, &writer),
             )
         }
-        (&Method::PATCH, true, None | Some("status")) => {
+        (&Method::PATCH, true, None | Some("status" | "resize")) => {
             let body = h::read_body(&headers, body).await?;
             patch_handler(
                 ctx,
@@ -161,6 +162,7 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
             let body = h::read_body(&headers, body).await?;
             delete_collection(ctx, &target, (&query, &headers), &body)
         }
+        (_, true, Some("resize")) => Err(Error::MethodNotAllowed),
         (_, _, Some(s)) if !matches!(s, "status" | "eviction" | "binding" | "token" | "log") => {
             Err(Error::NoResource)
         }
@@ -214,9 +216,10 @@ fn serve_fixed(
         Route::CoreVersions => h::json(200, &discovery::core_versions(&ctx.address)),
         Route::Groups => h::json(200, &discovery::groups()),
         Route::Group(g) => h::json(200, &discovery::api_group(&g).ok_or(Error::NoResource)?),
-        Route::Resources { group, version } => {
-            h::json(200, &discovery::resource_list(&group, &version))
-        }
+        Route::Resources { group, version } => h::json(
+            200,
+            &discovery::resource_list(&group, &version, ctx.registry.version),
+        ),
         Route::OpenApiV2 => {
             if h::header_str(headers, header::ACCEPT).contains("protobuf") {
                 h::bytes(200, openapi::V2_PROTOBUF, openapi::v2_protobuf())
@@ -367,11 +370,16 @@ fn check_name(obj: &Value, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Whether `target` is `pods/{name}/resize` of a release that has it.
+fn resizable(ctx: &Context, target: &Target) -> bool {
+    std::ptr::eq(target.resource, &resources::PODS) && ctx.registry.version.pods_resize()
+}
+
 fn part(target: &Target) -> Part {
-    if target.subresource.as_deref() == Some("status") {
-        Part::Status
-    } else {
-        Part::Main
+    match target.subresource.as_deref() {
+        Some("status") => Part::Status,
+        Some("resize") => Part::Resize,
+        _ => Part::Main,
     }
 }
 
@@ -474,7 +482,7 @@ fn patch_handler(
         PatchType::Apply => writer.clone().applying(),
         _ => writer.clone(),
     }
-    .through((part == Part::Status).then_some("status"));
+    .through(part.subresource());
     let force = query.flag("force");
     let (stored, created) = ctx.registry.update_mode(
         resource,

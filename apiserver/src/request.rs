@@ -110,7 +110,7 @@ fn resource_route(group: &str, version: &str, rest: &[&str]) -> Result<Route> {
     let served = match rest.get(2).copied() {
         None => true,
         Some("status") => resource.status_subresource,
-        Some("eviction" | "binding" | "log") => std::ptr::eq(resource, &resources::PODS),
+        Some("eviction" | "binding" | "log" | "resize") => std::ptr::eq(resource, &resources::PODS),
         Some("token") => std::ptr::eq(resource, &resources::SERVICEACCOUNTS),
         Some(_) => false,
     };

@@ -45,6 +45,12 @@ impl Version {
     pub(crate) fn pods_have_generation(self) -> bool {
         self.minor >= 33
     }
+
+    /// Pods have the `resize` subresource, the only way to change their containers'
+    /// resources in place (KEP-1287; beta, on by default, from 1.33).
+    pub(crate) fn pods_resize(self) -> bool {
+        self.minor >= 33
+    }
 }
 
 impl Default for Version {

@@ -254,7 +254,7 @@ impl Registry {
         let resource = requested.storage();
         self.store.txn_mode(dry_run, |t| {
             let Some(current) = t.get(resource, namespace, name) else {
-                if !create || part == Part::Status {
+                if !create || part != Part::Main {
                     return Err(Error::NotFound {
                         resource,
                         name: name.to_string(),

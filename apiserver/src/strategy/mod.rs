@@ -14,6 +14,8 @@ use crate::wire;
 
 mod pod;
 
+pub(crate) use pod::qos_class as pod_qos_class;
+
 /// Which part of an object a write may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
@@ -21,6 +23,20 @@ pub enum Part {
     Main,
     /// The `status` subresource: only `status`.
     Status,
+    /// `pods/resize`: only the containers' resources and resize policies (and the
+    /// pod-level resources).
+    Resize,
+}
+
+impl Part {
+    /// The subresource a write of this part goes through, as managed fields record it.
+    pub fn subresource(self) -> Option<&'static str> {
+        match self {
+            Part::Main => None,
+            Part::Status => Some("status"),
+            Part::Resize => Some("resize"),
+        }
+    }
 }
 
 /// Refuses a body of another kind or API version, in the decoder's words (before any
@@ -234,9 +250,7 @@ pub fn prepare_for_update(
     let resource = requested.storage();
     ensure_type(resource, &mut new)?;
     defaults::apply(resource, &mut new);
-    let writer = writer
-        .clone()
-        .through((part == Part::Status).then_some("status"));
+    let writer = writer.clone().through(part.subresource());
     managed_fields::update(requested, Some(old), &mut new, &writer);
     let mut out = match part {
         // The status strategies of upstream's core kinds keep the spec as stored and
@@ -262,6 +276,7 @@ pub fn prepare_for_update(
             }
             out
         }
+        Part::Resize => pod::resize(old, new),
         Part::Main => {
             if resource.status_subresource {
                 match old.get("status") {

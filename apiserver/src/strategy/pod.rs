@@ -15,7 +15,7 @@ use crate::status::{Error, Result};
 /// `Guaranteed` when every container limits both and the pod's summed requests equal its
 /// summed limits. A resource value that is not a quantity is a 400, as upstream's decoder
 /// rejects it.
-fn qos_class(spec: &Map<String, Value>) -> Result<&'static str> {
+pub(crate) fn qos_class(spec: &Map<String, Value>) -> Result<&'static str> {
     let mut requests: BTreeMap<&'static str, Quantity> = BTreeMap::new();
     let mut limits: BTreeMap<&'static str, Quantity> = BTreeMap::new();
     let mut guaranteed = true;
@@ -78,11 +78,79 @@ pub(super) fn create(pod: &mut Value) -> Result<()> {
     Ok(())
 }
 
+/// `dropNonResizeUpdates` (`podResizeStrategy`): the stored pod with the request's
+/// container resources and resize policies and its pod-level resources; the metadata
+/// `ResetObjectMetaForStatus` resets (labels, annotations, finalizers, owners) and the
+/// status stay as stored. A request that adds, removes, renames or moves a container is
+/// kept whole for validation to refuse.
+pub(super) fn resize(old: &Value, mut new: Value) -> Value {
+    let null = Value::Null;
+    let (old_spec, new_spec) = (
+        old.get("spec").unwrap_or(&null),
+        new.get("spec").unwrap_or(&null),
+    );
+    let mut spec = old_spec.clone();
+    for key in ["containers", "initContainers"] {
+        let empty = Vec::new();
+        let olds = old_spec
+            .get(key)
+            .and_then(Value::as_array)
+            .unwrap_or(&empty);
+        let news = new_spec
+            .get(key)
+            .and_then(Value::as_array)
+            .unwrap_or(&empty);
+        let same = olds.len() == news.len()
+            && olds
+                .iter()
+                .zip(news)
+                .all(|(o, n)| o.get("name") == n.get("name"));
+        if !same {
+            return new;
+        }
+        let Some(merged) = spec.get_mut(key).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for (c, n) in merged.iter_mut().zip(news) {
+            let Some(c) = c.as_object_mut() else { continue };
+            for field in ["resources", "resizePolicy"] {
+                match n.get(field) {
+                    Some(v) => c.insert(field.into(), v.clone()),
+                    None => c.remove(field),
+                };
+            }
+        }
+    }
+    if let Some(s) = spec.as_object_mut() {
+        match new_spec.get("resources") {
+            Some(r) => s.insert("resources".into(), r.clone()),
+            None => s.remove("resources"),
+        };
+    }
+    new["spec"] = spec;
+    match old.get("status") {
+        Some(status) => new["status"] = status.clone(),
+        None => {
+            if let Some(m) = new.as_object_mut() {
+                m.remove("status");
+            }
+        }
+    }
+    let m = meta::metadata_mut(&mut new);
+    for field in ["labels", "annotations", "finalizers", "ownerReferences"] {
+        match old.pointer(&format!("/metadata/{field}")) {
+            Some(v) => m.insert(field.into(), v.clone()),
+            None => m.remove(field),
+        };
+    }
+    new
+}
+
 /// `updatePodGeneration` and `preserveOldObservedGeneration`: a spec change bumps the
 /// pod's `generation`; a status write that leaves `observedGeneration` out, in the status
 /// or in a condition, keeps the stored value (conditions matched by type, in order).
 pub(super) fn generation(old: &Value, new: &mut Value, part: Part) {
-    if part == Part::Main && old.get("spec") != new.get("spec") {
+    if part != Part::Status && old.get("spec") != new.get("spec") {
         let generation = new
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)

@@ -11,6 +11,7 @@ mod event;
 mod json;
 mod object_meta;
 mod pod;
+mod pod_resize;
 
 use serde_json::Value;
 
@@ -42,18 +43,26 @@ pub fn create(requested: &Resource, obj: &Value) -> Result<()> {
 }
 
 /// Validates an update of `old` to `new` (defaults applied, server-owned fields restored);
-/// a status write is held to the metadata rules only.
+/// a status write is held to the metadata rules only, a resize to `ValidatePodResize`.
 pub fn update(resource: &Resource, old: &Value, new: &Value, part: Part) -> Result<()> {
     // `rest.BeforeUpdate` checks the metadata once and the strategy's `ValidateUpdate`
     // again: upstream lists each metadata error twice.
     let meta_errors = object_meta::update(old, new);
     let mut errors = meta_errors.clone();
     errors.extend(meta_errors);
-    if part == Part::Status {
-        if is(resource, &resources::PODS) {
-            errors.extend(pod::status_update(old, new));
+    match part {
+        Part::Status => {
+            if is(resource, &resources::PODS) {
+                errors.extend(pod::status_update(old, new));
+            }
+            return finish(resource, new, errors);
         }
-        return finish(resource, new, errors);
+        Part::Resize => {
+            errors.extend(pod::create(new));
+            errors.extend(pod_resize::resize(old, new));
+            return finish(resource, new, errors);
+        }
+        Part::Main => {}
     }
     if is(resource, &resources::PODS) {
         errors.extend(pod::update(old, new));

@@ -19,17 +19,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::{assert_api_error, server};
+use crate::{assert_api_error, from_json, server};
 
 fn meta(name: &str) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.into()),
         ..Default::default()
     }
-}
-
-fn from_json<K: DeserializeOwned>(v: serde_json::Value) -> K {
-    serde_json::from_value(v).expect("valid object")
 }
 
 async fn crud<K>(api: Api<K>, obj: K)

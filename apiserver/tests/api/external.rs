@@ -232,6 +232,22 @@ async fn kubectl_get_create_apply_delete_watch() {
     .expect("kubectl get -w shows the new pod");
     child.kill().await.unwrap();
 
+    // An in-place resize goes through pods/resize (kubectl 1.32+); giving a BestEffort pod
+    // requests would change its QoS class.
+    let resize = r#"{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"10m"}}}]}}"#;
+    let (ok, _, err) = k
+        .run(
+            &["patch", "pod", "web", "--subresource=resize", "-p", resize],
+            None,
+        )
+        .await;
+    assert!(!ok, "the resize was accepted");
+    assert!(
+        err.contains("Pod QOS Class may not change as a result of resizing")
+            || err.contains("--subresource"),
+        "{err}"
+    );
+
     let out = k.ok(&["delete", "pod", "web"], None).await;
     assert!(out.contains("pod \"web\" deleted"), "{out}");
     let out = k

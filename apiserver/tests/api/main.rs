@@ -11,6 +11,7 @@ mod kubelet;
 mod logs;
 mod node_lifecycle;
 mod patches;
+mod resize;
 mod security;
 mod selectors;
 mod watches;
@@ -97,6 +98,11 @@ pub async fn raw(
         warnings,
         body,
     }
+}
+
+/// An object from its JSON.
+pub fn from_json<K: serde::de::DeserializeOwned>(v: Value) -> K {
+    serde_json::from_value(v).expect("valid object")
 }
 
 /// JSON content type header.
