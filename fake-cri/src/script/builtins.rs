@@ -10,7 +10,7 @@ use super::{basename, parse};
 const BUILTINS: &[&str] = &[
     "sleep", "exit", "true", "false", ":", "echo", "touch", "rm", "cat", "test", "[", "trap",
     "mkdir", "hostname", "wait", "sh", "bash", "ash", "dash", "env", "printenv", "ls", "stat",
-    "id", "export", "unset",
+    "id", "export", "unset", "hexdump",
 ];
 
 pub(crate) fn is_builtin(name: &str) -> bool {
@@ -61,6 +61,7 @@ impl Shell<'_> {
             "rm" => Ok(self.rm(args)),
             "mkdir" => Ok(self.mkdir(args)),
             "cat" => Ok(self.cat(args)),
+            "hexdump" => Ok(self.hexdump(args)),
             "ls" => Ok(self.ls(args)),
             "stat" => Ok(self.stat(args)),
             "test" => Ok(self.test(args, false)),

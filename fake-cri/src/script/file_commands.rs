@@ -1,4 +1,4 @@
-//! Builtins that work on files: `cat`, `ls`, `stat`, `test`, `touch`, `rm`,
+//! Builtins that work on files: `cat`, `hexdump -C`, `ls`, `stat`, `test`, `touch`, `rm`,
 //! `mkdir`, through the container's [`FileSystem`](super::files::FileSystem)
 //! (its mounts and its in-memory files). Messages are busybox's.
 
@@ -30,6 +30,24 @@ impl Shell<'_> {
                 Err(error) => status = self.fail(format!("cat: can't open '{path}': {error}")),
             }
         }
+        status
+    }
+
+    /// `hexdump -C FILE…`: the files' bytes in the canonical layout, 16 to a line.
+    pub(super) fn hexdump(&mut self, args: &[String]) -> i32 {
+        let paths = match forms::hexdump(args) {
+            Ok(paths) => paths,
+            Err(message) => return self.usage(&message),
+        };
+        let mut bytes = Vec::new();
+        let mut status = 0;
+        for path in paths {
+            match self.context.files.read(path) {
+                Ok(content) => bytes.extend_from_slice(&content),
+                Err(error) => status = self.fail(format!("hexdump: {path}: {error}")),
+            }
+        }
+        self.emit(Stream::Stdout, &canonical_hexdump(&bytes));
         status
     }
 
@@ -194,4 +212,50 @@ fn format_stat(format: &[Directive], path: &str, meta: Meta) -> String {
         }
     }
     out
+}
+
+/// `hexdump -C`'s layout: the offset, the bytes in two groups of eight, the printable
+/// ones between bars; then the length.
+fn canonical_hexdump(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for (i, line) in bytes.chunks(16).enumerate() {
+        let mut hex = String::new();
+        for (j, b) in line.iter().enumerate() {
+            if j == 8 {
+                hex.push(' ');
+            }
+            hex.push_str(&format!("{b:02x} "));
+        }
+        let text: String = line
+            .iter()
+            .map(|&b| {
+                if (0x20..0x7f).contains(&b) {
+                    b as char
+                } else {
+                    '.'
+                }
+            })
+            .collect();
+        out.push_str(&format!("{:08x}  {hex:<49} |{text}|\n", i * 16));
+    }
+    if !bytes.is_empty() {
+        out.push_str(&format!("{:08x}\n", bytes.len()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod hexdump_tests {
+    #[test]
+    fn canonical_layout() {
+        let out = super::canonical_hexdump(&[0xde, 0xca, 0xfe, 0xba, 0xd0, 0xfe, 0xff]);
+        assert_eq!(
+            out,
+            "00000000  de ca fe ba d0 fe ff                              |.......|\n00000007\n"
+        );
+        let line = super::canonical_hexdump(b"Hello, world.\n\n\n\n");
+        assert!(line.starts_with(
+            "00000000  48 65 6c 6c 6f 2c 20 77  6f 72 6c 64 2e 0a 0a 0a  |Hello, world....|\n"
+        ));
+    }
 }

@@ -256,6 +256,14 @@ pub(super) fn cat(args: &[String]) -> Result<&[String], String> {
     }
 }
 
+/// `hexdump -C FILE…`: only the canonical layout.
+pub(super) fn hexdump(args: &[String]) -> Result<&[String], String> {
+    match args.split_first() {
+        Some((c, files)) if c == "-C" && !files.is_empty() => Ok(files),
+        _ => Err("hexdump: only 'hexdump -C FILE…' is interpreted".to_owned()),
+    }
+}
+
 /// `mkdir [-p] DIR…`.
 pub(super) fn mkdir(args: &[String]) -> Result<(bool, Vec<String>), String> {
     let mut parents = false;
@@ -426,6 +434,7 @@ pub(super) fn check(argv: &[String]) -> Result<(), String> {
         "id" => Id::parse(args).map(drop),
         "hostname" => Hostname::parse(args).map(drop),
         "cat" => cat(args).map(drop),
+        "hexdump" => hexdump(args).map(drop),
         "mkdir" => mkdir(args).map(drop),
         "test" => Test::parse(args).map(drop),
         "[" => Test::parse_bracket(args).map(drop),
@@ -470,6 +479,7 @@ mod tests {
             "hostname --long",
             "cat /a /b",
             "cat",
+            "hexdump -C /a",
             "mkdir -p /a/b",
             "sh -c true",
             "test ! -e /tmp/x",
