@@ -9,7 +9,8 @@
 //! (`OutOfcpu`, `OutOfmemory`, `OutOfpods`, …), `NodeAffinity`, `NodeName`,
 //! `NodePorts`, untolerated `NoExecute` taints (`TaintToleration`), a
 //! `kubernetes.io/os` label (`PodOSSelectorNodeLabelDoesNotMatch`) or
-//! `spec.os.name` (`PodOSNotSupported`) other than the node's. The eviction,
+//! `spec.os.name` (`PodOSNotSupported`) other than the node's; [`crate::apparmor`]'s
+//! handler follows (`AppArmor`). The eviction,
 //! device and shutdown handlers have nothing to say on a node without
 //! pressure, devices or shutdown, which is the only node the agent runs.
 
@@ -32,7 +33,7 @@ pub struct Rejection {
 }
 
 impl Rejection {
-    fn new(reason: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(reason: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             reason: reason.into(),
             message: message.into(),

@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::admission::SysctlAllowlist;
+use crate::allocation::Allocations;
 use crate::metrics::Metrics;
 use crate::mirror_pods::MirrorClient;
 use crate::pod_workers::PodWorkers;
@@ -340,7 +341,9 @@ impl AgentBuilder {
             ));
         }
 
+        let allocations = Allocations::default();
         let ctx = Context {
+            allocations: allocations.handle(),
             runtime: runtime.clone(),
             status: status.clone(),
             timings: self.timings.clone(),
@@ -361,6 +364,8 @@ impl AgentBuilder {
             self.timings.minimum_stop_grace,
             Admission {
                 sysctls: SysctlAllowlist::new(&self.allowed_unsafe_sysctls),
+                apparmor: crate::apparmor::Validator::detect(),
+                allocations,
                 node: node_rx.clone(),
                 events,
             },

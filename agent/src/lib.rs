@@ -11,7 +11,8 @@
 //! - [`static_pods`] reads static pod manifests from a directory (the file
 //!   source), and [`mirror_pods`] shows them in the API as mirror pods;
 //! - [`sync_loop`] selects over these, a resync tick and a housekeeping tick,
-//!   runs [`admission`] for new pods and hands work to [`pod_workers`] (one
+//!   runs [`admission`] for new pods, allocates their containers' resources and
+//!   in-place resizes ([`allocation`]) and hands work to [`pod_workers`] (one
 //!   task per pod, coalescing updates);
 //! - a worker runs [`sync_pod`]: it computes the API status ([`pod_status`]),
 //!   hands it to the [`status_manager`] (the only writer of pod statuses, which
@@ -53,6 +54,8 @@
 pub mod active_deadline;
 pub mod admission;
 mod agent;
+pub mod allocation;
+pub mod apparmor;
 pub mod backoff;
 pub mod container_log;
 pub mod dns;

@@ -40,13 +40,27 @@ pub const SUCCEEDED: &str = "Succeeded";
 pub const FAILED: &str = "Failed";
 
 /// Condition types the agent owns (`PodConditionByKubelet`).
-pub const KUBELET_CONDITIONS: [&str; 5] = [
+pub const KUBELET_CONDITIONS: [&str; 7] = [
     "PodReadyToStartContainers",
     "Initialized",
     "Ready",
     "ContainersReady",
     "PodScheduled",
+    RESIZE_CONDITIONS[0],
+    RESIZE_CONDITIONS[1],
 ];
+
+/// The conditions of an in-place resize: not yet allocated, allocated but not yet actuated.
+pub const RESIZE_CONDITIONS: [&str; 2] = ["PodResizePending", "PodResizeInProgress"];
+
+/// Where the pod's in-place resize stands.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resize {
+    /// A resize the node could not allocate yet.
+    pub pending: Option<crate::allocation::Pending>,
+    /// Allocated resources a running container does not have yet.
+    pub in_progress: bool,
+}
 
 /// Why a container is waiting, as the last sync recorded it (the kubelet's reason cache).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +92,27 @@ pub struct Input<'a> {
     pub probes: &'a crate::prober::Results,
     /// The pod is past its `activeDeadlineSeconds` (the active deadline handler's `ShouldEvict`).
     pub deadline_exceeded: bool,
+    /// The pod's in-place resize.
+    pub resize: &'a Resize,
+}
+
+/// The resize conditions as the status manager caches them (`updatedPodResizeCondition`).
+fn resize_conditions(resize: &Resize) -> Vec<PodCondition> {
+    let mut out = Vec::new();
+    if let Some(p) = &resize.pending {
+        let mut c = condition(
+            RESIZE_CONDITIONS[0],
+            true,
+            Some(&p.reason),
+            Some(p.message.clone()),
+        );
+        c.observed_generation = p.generation;
+        out.push(c);
+    }
+    if resize.in_progress {
+        out.push(condition(RESIZE_CONDITIONS[1], true, None, None));
+    }
+    out
 }
 
 /// Whether `phase` is `Succeeded` or `Failed`.
@@ -221,6 +256,10 @@ pub fn generate(input: &Input<'_>) -> PodStatus {
         .into_iter()
         .filter(|c| !KUBELET_CONDITIONS.contains(&c.type_.as_str()))
         .collect();
+    // `determinePodResizeStatus`: none once the pod is terminal.
+    if !is_terminal_phase(Some(phase)) {
+        conditions.extend(resize_conditions(input.resize));
+    }
     let sandbox_ok = sandbox.is_some_and(|sb| sb.ready && (sb.ip.is_some() || host_network))
         && input.runtime.sandboxes.iter().filter(|s| s.ready).count() == 1;
     conditions.push(condition(
@@ -237,7 +276,8 @@ pub fn generate(input: &Input<'_>) -> PodStatus {
     conditions.push(condition("PodScheduled", true, None, None));
     let generation = observed_generation(pod);
     for c in &mut conditions {
-        if KUBELET_CONDITIONS.contains(&c.type_.as_str()) {
+        // A pending resize keeps the generation it was decided for.
+        if KUBELET_CONDITIONS.contains(&c.type_.as_str()) && c.type_ != RESIZE_CONDITIONS[0] {
             c.observed_generation = generation;
         }
     }

@@ -25,6 +25,12 @@ pub fn app_containers(pod: &Pod) -> &[Container] {
     pod.spec.as_ref().map_or(&[], |s| s.containers.as_slice())
 }
 
+/// Every container of the pod, init containers first (`VisitContainers` without the
+/// ephemeral ones).
+pub fn all_containers(pod: &Pod) -> impl Iterator<Item = &Container> {
+    init_containers(pod).iter().chain(app_containers(pod))
+}
+
 /// `IsRestartableInitContainer`: an init container with `restartPolicy: Always`, a
 /// sidecar. It starts in its place among the init containers, lets the next one start
 /// once it has started, runs beside the app containers, is restarted whenever it

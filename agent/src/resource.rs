@@ -152,7 +152,7 @@ pub fn amounts(list: &List) -> BTreeMap<String, i64> {
 /// A quantity of `name` as the scheduler counts it: CPU in millicores, every
 /// other resource in units; an unparsable quantity (the API server validates
 /// them) counts as 0.
-fn amount_of(name: &str, q: &Quantity) -> i64 {
+pub(crate) fn amount_of(name: &str, q: &Quantity) -> i64 {
     let amount = parse(q).unwrap_or(Amount::ZERO);
     let value = if name == "cpu" {
         amount.milli_value()

@@ -58,7 +58,12 @@ pub fn normalize(old: Option<&PodStatus>, mut new: PodStatus, now: Timestamp) ->
         if c.last_transition_time.is_none() || kept.is_some() {
             c.last_transition_time = Some(kept.unwrap_or(Time(now)));
         }
-        c.last_probe_time = None;
+        // The kubelet stamps only its resize conditions with a probe time (when it
+        // last decided about the resize).
+        c.last_probe_time = pod_status::RESIZE_CONDITIONS
+            .contains(&c.type_.as_str())
+            .then(|| c.last_transition_time.clone())
+            .flatten();
     }
     new.start_time = old
         .and_then(|o| o.start_time.clone())

@@ -23,6 +23,7 @@ mod converge;
 mod image;
 mod init_containers;
 mod kill;
+mod resize;
 mod sandbox;
 mod start;
 mod termination_order;
@@ -69,6 +70,8 @@ pub struct Context {
     /// The Node as last written: its allocatable is the downward API's default
     /// for limits a container does not set.
     pub node: watch::Receiver<Option<Node>>,
+    /// The resizes the sync loop could not allocate (`PodResizePending`).
+    pub allocations: crate::allocation::Handle,
 }
 
 impl Context {
@@ -121,6 +124,8 @@ pub struct PodState {
     /// Containers a failed probe killed that are to be started again whatever their
     /// exit code (taken by the next start of each).
     restart_after_kill: std::collections::HashSet<String>,
+    /// The resources each container was created or last resized with.
+    actuated: resize::Actuated,
 }
 
 impl PodState {
@@ -141,6 +146,7 @@ impl PodState {
             deadline_reported: false,
             kill_requested: None,
             restart_after_kill: std::collections::HashSet::new(),
+            actuated: resize::Actuated::new(),
         }
     }
 
@@ -231,6 +237,14 @@ async fn publish(
             active_deadline::MESSAGE.to_owned(),
         );
     }
+    // Containers the runtime no longer has need no record of their resources.
+    state
+        .actuated
+        .retain(|id, _| rt.containers.iter().any(|c| &c.id == id));
+    let resize = pod_status::Resize {
+        pending: ctx.allocations.pending(&crate::podutil::uid(pod)),
+        in_progress: resize::in_progress(pod, rt, &state.actuated),
+    };
     let generated = pod_status::generate(&pod_status::Input {
         pod,
         runtime: rt,
@@ -241,6 +255,7 @@ async fn publish(
         runtime_name: &name,
         probes: &state.prober.results(),
         deadline_exceeded,
+        resize: &resize,
     });
     let status = Arc::new(status_manager::normalize(
         Some(&old),

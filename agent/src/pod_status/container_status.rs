@@ -186,9 +186,16 @@ pub(crate) fn convert_statuses(
         if *count >= 2 {
             continue;
         }
-        let converted =
+        let mut converted =
             convert_container(cs, old.get(cs.name.as_str()).copied(), input.runtime_name);
         if *count == 0 {
+            // InPlacePodVerticalScaling (GA in 1.35): what the container runs with and was
+            // allocated; the pod is the allocated one.
+            if let Some(spec) = containers.iter().find(|c| c.name == cs.name) {
+                let resources = spec.resources.clone().unwrap_or_default();
+                converted.allocated_resources = resources.requests.clone();
+                converted.resources = Some(resources);
+            }
             statuses.insert(cs.name.clone(), converted);
         } else if let Some(s) = statuses.get_mut(&cs.name) {
             s.last_state = converted.state;

@@ -2,7 +2,8 @@
 
 use super::*;
 use crate::runtime::{Container as RtContainer, Sandbox};
-use k8s_openapi::api::core::v1::ContainerState;
+use k8s_openapi::api::core::v1::{ContainerState, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 fn pod(policy: &str, init: &[&str], app: &[&str]) -> Pod {
     let mk = |n: &&str| Container {
@@ -80,6 +81,7 @@ fn compute_with(
         runtime_name: "fake",
         probes: &crate::prober::Results::new(),
         deadline_exceeded: false,
+        resize: &Resize::default(),
     })
 }
 
@@ -348,6 +350,7 @@ fn a_past_deadline_fails_the_pod_whatever_its_containers_exit_with() {
         runtime_name: "fake",
         probes: &probes,
         deadline_exceeded: true,
+        resize: &Resize::default(),
     });
     assert_eq!(s.phase.as_deref(), Some(FAILED));
     assert_eq!(s.reason.as_deref(), Some(active_deadline::REASON));
@@ -362,4 +365,61 @@ fn foreign_conditions_are_kept() {
     });
     let s = compute(&p, &runtime::PodStatus::default(), false);
     assert_eq!(cond(&s, "example.com/gate").status, "True");
+}
+
+#[test]
+fn a_resize_shows_its_conditions_and_the_allocated_resources() {
+    let mut p = pod("Always", &[], &["c"]);
+    p.metadata.generation = Some(3);
+    let requests: crate::resource::List = [("cpu".to_owned(), Quantity("25m".into()))].into();
+    p.spec.as_mut().unwrap().containers[0].resources = Some(ResourceRequirements {
+        requests: Some(requests.clone()),
+        ..Default::default()
+    });
+    let rt = runtime::PodStatus {
+        sandboxes: vec![sandbox()],
+        containers: vec![ctr("c", RtState::Running, 0, 0, 5)],
+    };
+    let resize = Resize {
+        pending: Some(crate::allocation::Pending {
+            reason: "Deferred".into(),
+            message: "Node didn't have enough resource: cpu".into(),
+            generation: Some(2),
+        }),
+        in_progress: true,
+    };
+    let s = generate(&Input {
+        pod: &p,
+        runtime: &rt,
+        reasons: &HashMap::new(),
+        old: &PodStatus::default(),
+        terminal: false,
+        host_ip: None,
+        runtime_name: "fake",
+        probes: &crate::prober::Results::new(),
+        deadline_exceeded: false,
+        resize: &resize,
+    });
+    let pending = cond(&s, "PodResizePending");
+    assert_eq!(
+        (pending.reason.as_deref(), pending.observed_generation),
+        (Some("Deferred"), Some(2)),
+        "the generation it was decided for"
+    );
+    assert_eq!(cond(&s, "PodResizeInProgress").observed_generation, Some(3));
+    let cs = &s.container_statuses.as_ref().unwrap()[0];
+    assert_eq!(cs.allocated_resources.as_ref(), Some(&requests));
+    assert_eq!(
+        cs.resources.as_ref().unwrap().requests.as_ref(),
+        Some(&requests)
+    );
+    let done = compute(&p, &rt, false);
+    assert!(
+        !done
+            .conditions
+            .unwrap()
+            .iter()
+            .any(|c| c.type_.starts_with("PodResize")),
+        "no resize, no condition"
+    );
 }

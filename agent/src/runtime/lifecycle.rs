@@ -140,6 +140,28 @@ impl Runtime {
         Ok(())
     }
 
+    /// `UpdateContainerResources`: an in-place resize of a running container.
+    pub async fn update_container_resources(
+        &self,
+        id: &str,
+        linux: cri::LinuxContainerResources,
+    ) -> Result<()> {
+        self.call(
+            "UpdateContainerResources",
+            || format!("container {id}"),
+            None,
+            self.rs
+                .clone()
+                .update_container_resources(cri::UpdateContainerResourcesRequest {
+                    container_id: id.to_owned(),
+                    linux: Some(linux),
+                    ..Default::default()
+                }),
+        )
+        .await?;
+        Ok(())
+    }
+
     /// `StopContainer` with `grace` as the timeout (SIGTERM, then SIGKILL).
     pub async fn stop_container(&self, id: &str, grace: Duration) -> Result<()> {
         let result = self

@@ -21,6 +21,7 @@ mod error;
 mod labels;
 mod lifecycle;
 mod logs;
+mod resources;
 pub mod security;
 mod status;
 mod termination;
@@ -29,6 +30,7 @@ pub use client::{DEFAULT_CLUSTER_DOMAIN, ExecOutput, Readiness, Runtime, pod_key
 pub use error::{Error, Result};
 pub use labels::*;
 pub use logs::ContainerLog;
+pub use resources::linux_resources;
 pub use security::ImageUser;
 pub use status::{
     Container, ContainerState, ListedContainer, ListedSandbox, PodStatus, Sandbox, StatusCache,

@@ -3,6 +3,7 @@
 //! handlers of [`crate::admission`]; a rejected one is failed and never gets
 //! a worker.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
@@ -10,6 +11,7 @@ use tokio::sync::watch;
 
 use super::SyncLoop;
 use crate::admission::{self, SysctlAllowlist};
+use crate::allocation::Allocations;
 use crate::events::{self, Type};
 use crate::pod_status::is_terminal_phase;
 
@@ -19,10 +21,29 @@ use crate::pod_status::is_terminal_phase;
 pub struct Admission {
     /// The sysctls pods may set.
     pub sysctls: SysctlAllowlist,
+    /// Whether the host enforces AppArmor profiles.
+    pub apparmor: crate::apparmor::Validator,
     /// The Node as last written (`getNodeAnyWay`).
     pub node: watch::Receiver<Option<Node>>,
     /// The event recorder.
     pub events: events::Recorder,
+    /// The resources allocated to each admitted pod's containers (the kubelet's allocation
+    /// manager runs the admit handlers for resizes).
+    pub allocations: Allocations,
+}
+
+/// The pods admitted besides `uid` that may still run.
+fn admitted_others(
+    pods: &HashMap<String, Arc<Pod>>,
+    rejected: &HashMap<String, Arc<PodStatus>>,
+    uid: &str,
+) -> Vec<Arc<Pod>> {
+    pods.iter()
+        .filter(|(other, p)| {
+            other.as_str() != uid && !rejected.contains_key(*other) && !is_terminal(p)
+        })
+        .map(|(_, p)| p.clone())
+        .collect()
 }
 
 /// Whether the API already has the pod `Succeeded` or `Failed`.
@@ -31,6 +52,28 @@ fn is_terminal(pod: &Pod) -> bool {
 }
 
 impl SyncLoop {
+    /// `handlePodResourcesResize` for a pod about to be synced: a resize is allocated
+    /// when the admit handlers accept the pod with its new resources beside the other
+    /// pods' allocations.
+    pub(super) fn resize(&mut self, pod: &Pod) {
+        let uid = crate::podutil::uid(pod);
+        // A pod that ran before the agent started was admitted then.
+        self.admission.allocations.admit(pod);
+        let others = || admitted_others(&self.pods, &self.rejected, &uid);
+        let Admission {
+            sysctls,
+            node,
+            allocations,
+            ..
+        } = &mut self.admission;
+        allocations.resize(pod, others, |resized, others| {
+            // Read in place: nothing awaits while the Node is borrowed.
+            let node = node.borrow();
+            admission::admit(sysctls, node.as_ref(), resized, others)
+                .map_err(|r| (r.reason, r.message))
+        });
+    }
+
     /// Runs the admit handlers for a pod seen for the first time; a rejected
     /// pod is failed (`rejectPod`) and never gets a worker.
     pub(super) fn admit(&mut self, uid: &str) {
@@ -41,21 +84,19 @@ impl SyncLoop {
         if self.workers.contains(uid) || is_terminal(&pod) {
             return;
         }
-        let others: Vec<&Pod> = self
-            .pods
-            .iter()
-            .filter(|(other, p)| {
-                other.as_str() != uid && !self.rejected.contains_key(*other) && !is_terminal(p)
-            })
-            .map(|(_, p)| p.as_ref())
-            .collect();
+        let others = admitted_others(&self.pods, &self.rejected, uid);
+        let others: Vec<&Pod> = others.iter().map(|p| p.as_ref()).collect();
         // The Node is read in place, not copied: nothing awaits while it is borrowed.
         let admitted = {
             let node = self.admission.node.borrow();
             admission::admit(&self.admission.sysctls, node.as_ref(), &pod, &others)
+                .and_then(|()| self.admission.apparmor.admit(&pod))
         };
         let rejection = match admitted {
-            Ok(()) => return,
+            Ok(()) => {
+                self.admission.allocations.admit(&pod);
+                return;
+            }
             Err(rejection) => rejection,
         };
         tracing::info!(pod = %crate::runtime::pod_key(&pod), reason = %rejection.reason, message = %rejection.message, "pod rejected");

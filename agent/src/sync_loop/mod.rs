@@ -195,6 +195,7 @@ impl SyncLoop {
             );
         } else {
             self.status.forget(uid);
+            self.admission.allocations.forget(uid);
         }
     }
 
@@ -218,17 +219,20 @@ impl SyncLoop {
                 grace: pod_workers::grace_period(&pod),
             }
         } else {
+            self.resize(&pod);
             Kind::Sync
         };
+        let pod = self.admission.allocations.allocated_pod(&pod);
         self.workers.update(uid, Update { kind, pod });
     }
 
     fn handle_pleg(&mut self, event: &pleg::Event) {
         let runs = !self.rejected.contains_key(&event.uid) && !self.mirrors.is_waiting(&event.uid);
         if self.pods.contains_key(&event.uid) && runs {
-            let Some(pod) = self.pods.get(&event.uid).cloned() else {
+            let Some(pod) = self.pods.get(&event.uid) else {
                 return;
             };
+            let pod = self.admission.allocations.allocated_pod(pod);
             self.workers.update(
                 &event.uid,
                 Update {
@@ -249,6 +253,7 @@ impl SyncLoop {
             self.removed.remove(&done.uid);
             self.workers.forget(&done.uid);
             self.status.forget(&done.uid);
+            self.admission.allocations.forget(&done.uid);
         }
         if let Some(pod) = pod.filter(|p| crate::pod_config::is_static(p)) {
             self.static_pod_done(&done.uid, &pod);

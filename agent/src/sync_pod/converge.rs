@@ -7,6 +7,7 @@ use tokio::time::Instant;
 
 use super::init_containers::{self, InitActions};
 use super::kill;
+use super::resize;
 use super::sandbox::PodSandbox;
 use super::start::start;
 use super::{Context, PodState, earliest};
@@ -137,6 +138,23 @@ pub(super) async fn converge(
                 && running(c).is_some_and(|l| l.hash.is_some_and(|h| h != container_hash(c)))
         })
         .collect();
+    // `computePodResizeAction`: running containers whose allocation changed are
+    // updated in place, or restarted where their resize policy asks for it.
+    let mut resize_restarts: Vec<&Container> = Vec::new();
+    if !deleting && !fresh_sandbox {
+        for c in inits.iter().chain(spec.containers.iter()) {
+            let Some(latest) = running(c).filter(|_| !changed.contains(&c)) else {
+                continue;
+            };
+            match resize::action(c, latest, &state.actuated) {
+                Some(resize::Action::Update) => {
+                    resize::update(&ctx.runtime, &mut state.actuated, c, latest).await?;
+                }
+                Some(resize::Action::Restart) => resize_restarts.push(c),
+                None => {}
+            }
+        }
+    }
     let to_start: Vec<&Container> = if init.initialized {
         spec.containers
             .iter()
@@ -145,6 +163,7 @@ pub(super) async fn converge(
                 Some(l) if fresh_sandbox => l.state != ContainerState::Running,
                 Some(_) => {
                     changed.contains(c)
+                        || resize_restarts.contains(c)
                         || state.restart_after_kill.contains(&c.name)
                         || pod_status::should_restart(c, pod, rt)
                 }
@@ -169,7 +188,10 @@ pub(super) async fn converge(
         let message = format!("Container {} definition changed, will be restarted", c.name);
         (c, message)
     });
-    for (c, message) in sidecars_changed.chain(apps_changed) {
+    let resized = resize_restarts
+        .iter()
+        .map(|&c| (c, resize::restart_message(&c.name)));
+    for (c, message) in sidecars_changed.chain(apps_changed).chain(resized) {
         if !deleting && let Some(latest) = running(c) {
             kill_changed(ctx, state, pod, rt, latest, &message).await?;
             acted = true;

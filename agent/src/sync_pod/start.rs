@@ -265,6 +265,8 @@ pub(super) async fn start(
     {
         Ok(id) => {
             state.runtime.touch_container(&id, &sandbox.id);
+            let resources = container.resources.clone().unwrap_or_default();
+            state.actuated.insert(id.clone(), resources);
             ctx.events.pod(
                 pod,
                 Some(&container.name),
