@@ -1,8 +1,9 @@
 //! `--kubelet PATH`: an upstream kubelet binary as the node agent, on fake-cri.
 //!
 //! Every node gets a `KubeletConfiguration` of its own that lets the kubelet run without a
-//! real node: no QoS cgroup hierarchy and no node-allocatable enforcement (so no cgroup
-//! writes beyond the kubelet's own checks), allowed on a cgroup v1 host (`failCgroupV1`,
+//! real node: its QoS and pod cgroups under a cgroup root of the node's own
+//! ([`super::cgroup_root`], removed when it stops; no processes ever join them) and no
+//! node-allocatable enforcement, allowed on a cgroup v1 host (`failCgroupV1`,
 //! true by default since 1.35; kubelets before it ignore the field), no swap check, no eviction thresholds and no
 //! image garbage collection (fake-cri's filesystems are simulated), its own ports on
 //! 127.0.0.1 (cases run in parallel), anonymous authentication with `AlwaysAllow` so the
@@ -50,6 +51,9 @@ pub struct Node<'a> {
     pub cri_endpoint: &'a str,
     /// A directory of the node's own: the configuration, the root directory, manifests.
     pub dir: &'a Path,
+    /// The node's own cgroup root ([`super::cgroup_root`]); without one the kubelet keeps
+    /// no QoS or pod cgroups (and cannot resize pods in place).
+    pub cgroup_root: Option<&'a str>,
 }
 
 /// Writes the node's `KubeletConfiguration` and returns the kubelet's command line.
@@ -60,7 +64,8 @@ pub fn command(node: &Node<'_>) -> std::io::Result<Vec<String>> {
     std::fs::create_dir_all(&manifests)?;
     std::fs::create_dir_all(node.dir.join("logs"))?;
     let config = node.dir.join("kubelet.yaml");
-    std::fs::write(&config, configuration(free_port()?, free_port()?, node.dir))?;
+    let ports = (free_port()?, free_port()?);
+    std::fs::write(&config, configuration(ports, node.dir, node.cgroup_root))?;
     let path = |p: PathBuf| p.to_string_lossy().into_owned();
     let mut words = vec![
         node.kubelet.to_string_lossy().into_owned(),
@@ -108,7 +113,15 @@ pub fn check_binary(path: &Path) -> Result<(), String> {
 /// `ClusterFirst` pod's `/etc/resolv.conf` is the same whatever the agent.
 pub const CLUSTER_DNS: &str = "10.96.0.10";
 
-fn configuration(port: u16, healthz_port: u16, dir: &Path) -> String {
+fn configuration(
+    (port, healthz_port): (u16, u16),
+    dir: &Path,
+    cgroup_root: Option<&str>,
+) -> String {
+    let cgroups = match cgroup_root {
+        Some(root) => format!("cgroupsPerQOS: true\ncgroupRoot: {root}"),
+        None => "cgroupsPerQOS: false".to_owned(),
+    };
     format!(
         r#"apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -125,7 +138,7 @@ authentication:
 authorization:
   mode: AlwaysAllow
 cgroupDriver: cgroupfs
-cgroupsPerQOS: false
+{cgroups}
 failCgroupV1: false
 enforceNodeAllocatable: []
 failSwapOn: false
@@ -169,6 +182,7 @@ mod tests {
             kubeconfig: Path::new("/k"),
             cri_endpoint: "unix:///c.sock",
             dir: dir.path(),
+            cgroup_root: Some("/nodeconform-nc-1-x"),
         })
         .unwrap();
         assert_eq!(words[0], "/opt/kubelet");
@@ -182,7 +196,8 @@ mod tests {
         let config = std::fs::read_to_string(dir.path().join("kubelet.yaml")).unwrap();
         let config: serde_yaml::Value = serde_yaml::from_str(&config).unwrap();
         assert_eq!(config["kind"], "KubeletConfiguration");
-        assert_eq!(config["cgroupsPerQOS"], false);
+        assert_eq!(config["cgroupsPerQOS"], true);
+        assert_eq!(config["cgroupRoot"], "/nodeconform-nc-1-x");
         assert_eq!(config["authorization"]["mode"], "AlwaysAllow");
         assert_ne!(config["port"], config["healthzPort"]);
         assert!(dir.path().join("root").is_dir());

@@ -6,6 +6,7 @@
 //! kind's kubelet).
 
 pub mod agent;
+pub mod cgroup_root;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod k3s;

@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use tokio::io::AsyncReadExt;
 
+use super::cgroup_root::CgroupRoot;
 use super::mount_ns::HostPaths;
 use super::{Error, Result};
 use crate::control;
@@ -65,6 +66,8 @@ enum AgentProcess {
 struct Spawned {
     cri: nodeconform_fake_cri::FakeCri,
     agent: AgentProcess,
+    /// A kubelet's cgroup root, removed (when dropped) after the kubelet has exited.
+    cgroups: Option<CgroupRoot>,
 }
 
 /// An agent process to start: its command line and, for a kubelet, the mounts
@@ -148,6 +151,7 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
         message: e.to_string(),
     })?;
     let endpoint = cri.endpoint();
+    let mut cgroups = None;
     let started = match config.launch {
         Launch::Reference { fast } => spawn_reference(&config, &endpoint, &root, &manifests, fast)
             .await
@@ -169,12 +173,18 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
         }
         Launch::Kubelet(kubelet) => {
             let kubelet_dir = dir.join("kubelet");
+            cgroups = CgroupRoot::create(name)
+                .inspect_err(|error| {
+                    tracing::warn!(node = name, %error, "no cgroup root for the kubelet: it runs without QoS and pod cgroups and cannot resize pods in place");
+                })
+                .ok();
             let program = super::kubelet::command(&super::kubelet::Node {
                 kubelet,
                 name,
                 kubeconfig: config.kubeconfig,
                 cri_endpoint: &endpoint,
                 dir: &kubelet_dir,
+                cgroup_root: cgroups.as_ref().map(CgroupRoot::name),
             })
             .map_err(|e| format!("writing the kubelet's configuration: {e}"))
             .and_then(|words| {
@@ -204,7 +214,11 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
             _ => Some(manifests),
         },
         logs,
-        spawned: Some(Spawned { cri, agent }),
+        spawned: Some(Spawned {
+            cri,
+            agent,
+            cgroups,
+        }),
     })
 }
 
@@ -232,6 +246,8 @@ pub async fn stop(node: NodeHandle) {
             }
         }
     }
+    // Nothing runs in a kubelet's cgroups once it has exited.
+    drop(spawned.cgroups);
     spawned.cri.shutdown().await;
 }
 

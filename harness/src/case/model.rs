@@ -95,6 +95,9 @@ pub enum Requirement {
     DedicatedNode,
     /// The harness places static pod manifests on the node (`static: true` cases).
     StaticPods,
+    /// The node's host does not enforce AppArmor: upstream registers its "when running
+    /// without AppArmor" tests only on such hosts.
+    HostWithoutApparmor,
 }
 
 impl Requirement {
@@ -104,6 +107,7 @@ impl Requirement {
             Requirement::RuntimeControl => "runtime-control",
             Requirement::DedicatedNode => "dedicated-node",
             Requirement::StaticPods => "static-pods",
+            Requirement::HostWithoutApparmor => "host-without-apparmor",
         }
     }
 }

@@ -17,7 +17,8 @@ pub struct PatchStep {
     /// The patch type (default `strategic`, as `kubectl patch`).
     #[serde(default, rename = "type")]
     pub patch_type: PatchType,
-    /// Patch the `status` subresource instead of the object (a readiness gate's condition).
+    /// Patch a subresource of the pod instead of the object: `status` (a readiness gate's
+    /// condition) or `resize` (its containers' resources, in place).
     #[serde(default)]
     pub subresource: Option<Subresource>,
     /// The patch document: a mapping, or for `json` a list of operations.
@@ -35,6 +36,9 @@ pub enum PatchType {
     Merge,
     /// `application/json-patch+json` (RFC 6902).
     Json,
+    /// Not a patch: read the object (through the subresource), merge the document into it
+    /// (RFC 7386) and write it back whole with `PUT`, as a client's get-modify-update does.
+    Update,
 }
 
 /// A subresource a patch can target.
@@ -43,6 +47,18 @@ pub enum PatchType {
 pub enum Subresource {
     /// `…/status`.
     Status,
+    /// `pods/…/resize`: only the containers' resources and resize policies change.
+    Resize,
+}
+
+impl Subresource {
+    /// The URL's last segment.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subresource::Status => "status",
+            Subresource::Resize => "resize",
+        }
+    }
 }
 
 /// An object of the case: its pod, or a ConfigMap or Secret in its namespace.

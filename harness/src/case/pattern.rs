@@ -117,6 +117,10 @@ pub struct PodPattern {
     /// `status.hostIP` (and `hostIPs[0]`): `present`, or `nodeInternalIP` (the node's `InternalIP` address).
     #[serde(default, rename = "hostIP", skip_serializing_if = "Option::is_none")]
     pub host_ip: Option<HostIp>,
+    /// What `status.hostIPs` must be: `nodeInternalIPs`, the node's host IPs (its first
+    /// InternalIP of each family, else its first ExternalIP: `GetNodeHostIPs`), in order.
+    #[serde(default, rename = "hostIPs", skip_serializing_if = "Option::is_none")]
+    pub host_ips: Option<HostIps>,
     /// `metadata.labels` has these labels (others may be there too).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
@@ -126,6 +130,9 @@ pub struct PodPattern {
     /// `status.podIP` is set (true) or not (false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub has_pod_ip: Option<bool>,
+    /// `status.podIPs` has an entry (true) or not (false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_pod_ips: Option<bool>,
     /// `metadata.generation` equals (the API server sets it on pods from 1.33).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<i64>,
@@ -135,6 +142,14 @@ pub struct PodPattern {
     /// Conditions by type.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub conditions: BTreeMap<String, ConditionPattern>,
+    /// Condition types that are all `True` with their `lastTransitionTime`s in this order,
+    /// each not before the one listed before it (upstream's pod-conditions tests).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transition_order: Vec<String>,
+    /// Condition types the status must not carry (a resize's `PodResizePending` and
+    /// `PodResizeInProgress` once it is done).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub absent_conditions: Vec<String>,
     /// App container statuses by container name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub containers: BTreeMap<String, ContainerPattern>,
@@ -165,6 +180,8 @@ pub struct Resolved {
     pub node: Option<(String, String)>,
     /// The UID of the first state the watch saw.
     pub first_uid: Option<String>,
+    /// The node's host IPs (`GetNodeHostIPs`), for `hostIPs: nodeInternalIPs`.
+    pub node_host_ips: Vec<String>,
 }
 
 impl PodPattern {
@@ -175,18 +192,30 @@ impl PodPattern {
             || self.message.is_some()
             || self.message_equals.is_some()
             || self.host_ip.is_some()
+            || self.host_ips.is_some()
             || !self.labels.is_empty()
             || self.deleting.is_some()
             || self.has_pod_ip.is_some()
+            || self.has_pod_ips.is_some()
             || self.generation.is_some()
             || self.observed_generation.is_some()
             || !self.conditions.is_empty()
+            || !self.absent_conditions.is_empty()
+            || !self.transition_order.is_empty()
             || !self.containers.is_empty()
             || !self.init_containers.is_empty()
             || !self.images.is_empty()
             || self.mirror.is_some()
             || self.recreated.is_some()
     }
+}
+
+/// What `status.hostIPs` must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+pub enum HostIps {
+    /// The node's host IPs, as the runner reads them from the node.
+    #[serde(rename = "nodeInternalIPs")]
+    NodeInternalIps,
 }
 
 /// What `status.hostIP` must be.
@@ -294,6 +323,26 @@ pub struct ContainerPattern {
     /// `lastState` (the previous termination).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_state: Option<LastStatePattern>,
+    /// `resources` equals: the requests and limits the node agent reports the container
+    /// runs with. Quantities compare as written by the API server (canonical: `25m`, `40Mi`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourcesPattern>,
+    /// `allocatedResources` equals: the requests the node agent admitted (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocated_resources: Option<BTreeMap<String, String>>,
+}
+
+/// A container's `requests` and `limits`, each a resource name → quantity map (absent:
+/// none).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourcesPattern {
+    /// `requests`.
+    #[serde(default)]
+    pub requests: BTreeMap<String, String>,
+    /// `limits`.
+    #[serde(default)]
+    pub limits: BTreeMap<String, String>,
 }
 
 /// What `lastState` must look like.

@@ -179,15 +179,23 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
                 if patch.object == Target::Pod && !created {
                     out.push(problem(here(), "`patch` of the pod before `create`"));
                 }
-                if patch.subresource.is_some() && patch.object != Target::Pod {
+                if let Some(sub) = patch.subresource
+                    && patch.object != Target::Pod
+                {
                     out.push(problem(
                         here(),
-                        format!("subresource: {} has no status subresource", patch.object),
+                        format!(
+                            "subresource: {} has no {} subresource",
+                            patch.object,
+                            sub.as_str()
+                        ),
                     ));
                 }
                 let shape_ok = match patch.patch_type {
                     PatchType::Json => patch.patch.is_array(),
-                    PatchType::Strategic | PatchType::Merge => patch.patch.is_object(),
+                    PatchType::Strategic | PatchType::Merge | PatchType::Update => {
+                        patch.patch.is_object()
+                    }
                 };
                 if !shape_ok {
                     out.push(problem(

@@ -1,6 +1,9 @@
 //! Does one pod state match a pattern? The first mismatch, in words, or `None`.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStatus, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::case::pattern::{HostIp, LastStatePattern};
 use crate::case::{ConditionPattern, ContainerPattern, ContainerStateKind, PodPattern};
@@ -74,6 +77,20 @@ pub fn pod_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
             return problem;
         }
     }
+    if pattern.host_ips.is_some() {
+        let seen: Vec<&str> = status
+            .and_then(|s| s.host_ips.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|ip| ip.ip.as_str())
+            .collect();
+        let want = &pattern.resolved.node_host_ips;
+        if seen != *want {
+            return Some(format!(
+                "hostIPs are {seen:?}, expected the node's {want:?}"
+            ));
+        }
+    }
     for (key, want) in &pattern.labels {
         let seen = pod.metadata.labels.as_ref().and_then(|l| l.get(key));
         if seen != Some(want) {
@@ -117,6 +134,14 @@ pub fn pod_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
             return Some(format!("podIP set: {seen}, expected {has_ip}"));
         }
     }
+    if let Some(has_ips) = pattern.has_pod_ips {
+        let seen = status
+            .and_then(|s| s.pod_ips.as_ref())
+            .is_some_and(|ips| !ips.is_empty());
+        if seen != has_ips {
+            return Some(format!("podIPs set: {seen}, expected {has_ips}"));
+        }
+    }
     if let Some(m) = identity_mismatch(pattern, pod) {
         return Some(m);
     }
@@ -132,6 +157,17 @@ pub fn pod_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
             });
         if let Some(m) = condition_mismatch(type_, cp, found) {
             return Some(m);
+        }
+    }
+    if let Some(m) = transition_order_mismatch(&pattern.transition_order, status) {
+        return Some(m);
+    }
+    for type_ in &pattern.absent_conditions {
+        let present = status
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| &c.type_ == type_));
+        if present {
+            return Some(format!("condition {type_} is present, expected absent"));
         }
     }
     for (list, map, label) in [
@@ -455,7 +491,72 @@ fn container_mismatch(cp: &ContainerPattern, cs: &ContainerStatus) -> Option<Str
     {
         return Some(format!("lastState: {m}"));
     }
+    if let Some(want) = &cp.resources {
+        let seen = cs.resources.as_ref();
+        for (field, want, seen) in [
+            (
+                "requests",
+                &want.requests,
+                seen.and_then(|r| r.requests.as_ref()),
+            ),
+            ("limits", &want.limits, seen.and_then(|r| r.limits.as_ref())),
+        ] {
+            if let Some(m) = resource_list_mismatch(want, seen) {
+                return Some(format!("resources.{field}: {m}"));
+            }
+        }
+    }
+    if let Some(want) = &cp.allocated_resources
+        && let Some(m) = resource_list_mismatch(want, cs.allocated_resources.as_ref())
+    {
+        return Some(format!("allocatedResources: {m}"));
+    }
     None
+}
+
+/// The conditions `order` names, all True, with transition times in that order.
+fn transition_order_mismatch(
+    order: &[String],
+    status: Option<&k8s_openapi::api::core::v1::PodStatus>,
+) -> Option<String> {
+    let mut previous: Option<(&str, &k8s_openapi::jiff::Timestamp)> = None;
+    for type_ in order {
+        let condition = status
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| &c.type_ == type_));
+        let Some(at) = condition
+            .filter(|c| c.status == "True")
+            .and_then(|c| c.last_transition_time.as_ref())
+        else {
+            return Some(format!(
+                "condition {type_} is not True with a lastTransitionTime"
+            ));
+        };
+        if let Some((before, earlier)) = previous
+            && at.0 < *earlier
+        {
+            return Some(format!(
+                "{type_} turned True at {}, before {before} at {earlier}",
+                at.0
+            ));
+        }
+        previous = Some((type_, &at.0));
+    }
+    None
+}
+
+/// A resource list against the expected one, quantities compared as written.
+fn resource_list_mismatch(
+    want: &BTreeMap<String, String>,
+    seen: Option<&BTreeMap<String, Quantity>>,
+) -> Option<String> {
+    let seen: BTreeMap<&str, &str> = seen
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.as_str(), v.0.as_str()))
+        .collect();
+    let wanted: BTreeMap<&str, &str> = want.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    (seen != wanted).then(|| format!("is {seen:?}, expected {wanted:?}"))
 }
 
 fn last_state_mismatch(p: &LastStatePattern, state: Option<&ContainerState>) -> Option<String> {

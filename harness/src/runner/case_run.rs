@@ -450,20 +450,19 @@ impl Ctx<'_> {
     async fn resolve(&self, exp: &PodExpectation) -> Result<PodExpectation, String> {
         let patterns = || exp.states.iter().chain(exp.never.iter());
         let wants_ip = patterns().any(|p| p.host_ip == Some(HostIp::NodeInternalIp));
-        let wants_node = patterns().any(|p| p.mirror.is_some());
+        let wants_node = patterns().any(|p| p.mirror.is_some() || p.host_ips.is_some());
         let mut exp = exp.clone();
         if wants_ip || wants_node {
             let node = Api::<Node>::all(self.client.clone())
                 .get(&self.node.name)
                 .await
                 .map_err(|e| format!("reading node {}: {e}", self.node.name))?;
-            let ip = node
-                .status
-                .and_then(|s| s.addresses)
-                .into_iter()
-                .flatten()
+            let addresses = node.status.and_then(|s| s.addresses).unwrap_or_default();
+            let ip = addresses
+                .iter()
                 .find(|a| a.type_ == "InternalIP")
-                .map(|a| a.address);
+                .map(|a| a.address.clone());
+            let host_ips = node_host_ips(&addresses);
             if wants_ip && ip.is_none() {
                 return Err(format!("node {} has no InternalIP address", self.node.name));
             }
@@ -476,6 +475,7 @@ impl Ctx<'_> {
                     pattern.host_ip = ip.clone().map(HostIp::Is);
                 }
                 pattern.resolved.node = Some(owner.clone());
+                pattern.resolved.node_host_ips = host_ips.clone();
             }
         }
         let first_uid = self
@@ -557,4 +557,28 @@ impl Ctx<'_> {
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
+}
+
+/// `GetNodeHostIPs`: the node's first InternalIP of each family (else its first ExternalIP
+/// of each), the primary family first.
+fn node_host_ips(addresses: &[k8s_openapi::api::core::v1::NodeAddress]) -> Vec<String> {
+    let parsed = |kind: &str| -> Vec<std::net::IpAddr> {
+        addresses
+            .iter()
+            .filter(|a| a.type_ == kind)
+            .filter_map(|a| a.address.parse().ok())
+            .collect()
+    };
+    let mut all = parsed("InternalIP");
+    if all.is_empty() {
+        all = parsed("ExternalIP");
+    }
+    let Some(primary) = all.first().copied() else {
+        return Vec::new();
+    };
+    let mut ips = vec![primary];
+    if let Some(other) = all.iter().find(|ip| ip.is_ipv4() != primary.is_ipv4()) {
+        ips.push(*other);
+    }
+    ips.iter().map(ToString::to_string).collect()
 }

@@ -60,10 +60,27 @@ pub fn ignore_reason(case: &LoadedCase, agent: &AgentSpec) -> Option<String> {
             Requirement::StaticPods if !agent.has_static_pods() => {
                 "the harness cannot place manifests on this node (an existing node, or an agent command without {manifests})"
             }
+            Requirement::HostWithoutApparmor => match host_apparmor(has_control) {
+                Some(false) => continue,
+                Some(true) => "this host enforces AppArmor",
+                None if !has_control => "an existing node's host is not this one",
+                None => "built without the reference agent, whose check it is",
+            },
             _ => continue,
         };
         return Some(format!("requires {}: {why}", req.as_str()));
     }
+    None
+}
+
+/// Whether the host of the nodes the harness starts (this one) enforces AppArmor, as the
+/// kubelet decides it; `None` when it cannot tell.
+fn host_apparmor(harness_node: bool) -> Option<bool> {
+    #[cfg(feature = "reference-agent")]
+    if harness_node {
+        return Some(nodeconform_agent::apparmor::host_enabled());
+    }
+    let _ = harness_node;
     None
 }
 
@@ -118,7 +135,7 @@ impl Runner {
                 None => runnable.push(case),
             }
         }
-        let mut stream = futures::stream::iter(runnable.into_iter().map(|case| {
+        let mut stream = futures::stream::iter(start_order(runnable).into_iter().map(|case| {
             let client = self.client.clone();
             let nodes = Arc::clone(&self.nodes);
             let janitor = Arc::clone(&self.janitor);
@@ -155,6 +172,15 @@ impl Runner {
             interrupted,
         }
     }
+}
+
+/// The order cases start in: the longest (by `timeout`) first, so the few that hold a state
+/// for minutes, as their upstream tests do, run beside the many short ones instead of after
+/// them. Cases of one length keep their order.
+pub fn start_order<'a>(cases: impl IntoIterator<Item = &'a LoadedCase>) -> Vec<&'a LoadedCase> {
+    let mut cases: Vec<&LoadedCase> = cases.into_iter().collect();
+    cases.sort_by_key(|c| std::cmp::Reverse(c.case.timeout));
+    cases
 }
 
 #[cfg(test)]

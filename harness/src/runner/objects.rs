@@ -62,9 +62,12 @@ pub async fn patch(
     pod: &str,
     step: &PatchStep,
 ) -> Result<(), String> {
+    if step.patch_type == PatchType::Update {
+        return update(client, namespace, pod, step).await;
+    }
     let document = step.patch.clone();
     let patch = match step.patch_type {
-        PatchType::Strategic => Patch::Strategic(document),
+        PatchType::Strategic | PatchType::Update => Patch::Strategic(document),
         PatchType::Merge => Patch::Merge(document),
         PatchType::Json => Patch::Json::<serde_json::Value>(
             serde_json::from_value(document).map_err(|e| format!("patch: {e}"))?,
@@ -75,7 +78,10 @@ pub async fn patch(
         Target::Pod => {
             let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
             match step.subresource {
-                Some(Subresource::Status) => api.patch_status(pod, &params, &patch).await.map(drop),
+                Some(sub) => api
+                    .patch_subresource(sub.as_str(), pod, &params, &patch)
+                    .await
+                    .map(drop),
                 None => api.patch(pod, &params, &patch).await.map(drop),
             }
         }
@@ -92,12 +98,46 @@ pub async fn patch(
         Target::Pod => format!("pod/{pod}"),
         other => other.to_string(),
     };
-    let status = if step.subresource.is_some() {
-        " status"
-    } else {
-        ""
-    };
-    result.map_err(|e| format!("patching {target}{status}: {e}"))
+    let sub = step
+        .subresource
+        .map(|s| format!(" {}", s.as_str()))
+        .unwrap_or_default();
+    result.map_err(|e| format!("patching {target}{sub}: {e}"))
+}
+
+/// A `type: update` step: the pod read, the document merged into it, the whole written
+/// back with `PUT` (through the subresource, if any).
+async fn update(
+    client: &kube::Client,
+    namespace: &str,
+    pod: &str,
+    step: &PatchStep,
+) -> Result<(), String> {
+    let sub = step.subresource.map(Subresource::as_str);
+    let what = format!(
+        "pod/{pod}{}",
+        sub.map(|s| format!(" {s}")).unwrap_or_default()
+    );
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let current = match sub {
+        Some(sub) => api.get_subresource(sub, pod).await,
+        None => api.get(pod).await,
+    }
+    .map_err(|e| format!("reading {what} to update it: {e}"))?;
+    let mut object = serde_json::to_value(current).map_err(|e| format!("{what}: {e}"))?;
+    json_patch::merge(&mut object, &step.patch);
+    let params = PostParams::default();
+    match sub {
+        Some(sub) => api
+            .replace_subresource(sub, pod, &params, &object)
+            .await
+            .map(drop),
+        None => {
+            let object: Pod = serde_json::from_value(object).map_err(|e| format!("{what}: {e}"))?;
+            api.replace(pod, &params, &object).await.map(drop)
+        }
+    }
+    .map_err(|e| format!("updating {what}: {e}"))
 }
 
 /// Deletes a ConfigMap or Secret of the case.
