@@ -12,6 +12,7 @@
 //! [`strategic`]; `kubectl get` tables through [`table`]; discovery through [`discovery`]
 //! and [`openapi`]; `pods/eviction` and `serviceaccounts/token` through [`subresources`];
 //! `pods/binding` through [`binding`], used by the optional one-node [`scheduler`];
+//! `pods/resize` through the registry with [`strategy`], then [`pod_resize_admission`];
 //! `pods/log` through [`pod_log`], proxied to the node's kubelet by [`kubelet_client`];
 //! events.k8s.io/v1 events are converted to and from core/v1 by [`events`].
 //! Every error leaves as a `metav1.Status` via [`status`]. [`node_lifecycle`] optionally
@@ -50,6 +51,7 @@ pub mod node_lifecycle;
 pub mod openapi;
 pub mod patch;
 pub mod pod_log;
+pub mod pod_resize_admission;
 pub mod protobuf;
 pub mod quantity;
 pub mod registry;

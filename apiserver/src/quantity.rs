@@ -58,6 +58,16 @@ impl Quantity {
     pub fn saturating_add(self, other: Quantity) -> Quantity {
         Quantity(self.0.saturating_add(other.0))
     }
+
+    /// `Quantity.Value()`: rounded up to a whole unit.
+    pub fn value(self) -> i128 {
+        self.0.div_euclid(1_000_000_000) + i128::from(self.0.rem_euclid(1_000_000_000) != 0)
+    }
+
+    /// `Quantity.MilliValue()`: rounded up to a thousandth.
+    pub fn milli_value(self) -> i128 {
+        self.0.div_euclid(1_000_000) + i128::from(self.0.rem_euclid(1_000_000) != 0)
+    }
 }
 
 /// How a quantity was written, which decides how it is written back (`resource.Format`).

@@ -374,10 +374,11 @@ impl Error {
                     group: Some(resource.group.to_string()).filter(|g| !g.is_empty()),
                     kind: Some(resource.plural.to_string()),
                     causes: cause.as_ref().map(|(reason, field, message)| {
+                        // `omitempty`: a cause with only a reason is just that.
                         vec![StatusCause {
                             reason: Some((*reason).to_owned()),
-                            field: Some((*field).to_owned()),
-                            message: Some(message.clone()),
+                            field: Some((*field).to_owned()).filter(|f| !f.is_empty()),
+                            message: Some(message.clone()).filter(|m| !m.is_empty()),
                         }]
                     }),
                     ..StatusDetails::default()

@@ -302,6 +302,9 @@ impl Registry {
                 writer,
                 self.version,
             )?;
+            if part == Part::Resize {
+                crate::pod_resize_admission::validate(t, &current.value, &out)?;
+            }
             meta::set(&mut out, "resourceVersion", current.rv.to_string());
             if out == current.value {
                 // Upstream's GuaranteedUpdate writes nothing for a no-op update.

@@ -1,19 +1,20 @@
 //! `pods/resize` (in-place resize, from 1.33) through kube-rs and kubectl.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::{assert_api_error, from_json, server, server_1_28};
 
-/// A Guaranteed pod whose node agent reports its running container's resources.
-async fn running_pod(pods: &Api<Pod>) -> Pod {
+/// A Guaranteed pod whose node agent reports its running container's resources, on
+/// `node` if given.
+async fn running_pod_on(pods: &Api<Pod>, node: Option<&str>) -> Pod {
     let resources = json!({"requests": {"cpu": "20m", "memory": "35Mi"},
                            "limits": {"cpu": "20m", "memory": "35Mi"}});
     let pod: Pod = from_json(json!({
         "metadata": {"name": "p", "labels": {"app": "a"}},
-        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": resources}]},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox", "resources": resources}]},
     }));
     pods.create(&PostParams::default(), &pod).await.unwrap();
     let status = json!({"status": {"phase": "Running", "containerStatuses": [{
@@ -23,6 +24,10 @@ async fn running_pod(pods: &Api<Pod>) -> Pod {
     pods.patch_status("p", &PatchParams::default(), &Patch::Merge(&status))
         .await
         .unwrap()
+}
+
+async fn running_pod(pods: &Api<Pod>) -> Pod {
+    running_pod_on(pods, None).await
 }
 
 fn cpu(pod: &Pod) -> String {
@@ -139,4 +144,46 @@ async fn resize_refuses_what_upstream_refuses() {
         "NotFound",
     );
     old.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_resize_beyond_the_nodes_allocatable_is_forbidden() {
+    let api = server().await;
+    let node: Node = from_json(json!({"metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"}}}));
+    Api::<Node>::all(api.client())
+        .create(&PostParams::default(), &node)
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(api.client(), "default");
+    running_pod_on(&pods, Some("n1")).await;
+    let pp = PatchParams::default();
+    let fits = pods
+        .patch_subresource("resize", "p", &pp, &Patch::Strategic(resize_to("2", "2")))
+        .await;
+    assert_eq!(cpu(&fits.unwrap()), "2", "the whole node is allowed");
+    // PodResizeValidator: 403 with the cause NodeCapacity, as kube-apiserver 1.36.2 answers.
+    let too_big = pods
+        .patch_subresource(
+            "resize",
+            "p",
+            &pp,
+            &Patch::Strategic(resize_to("100k", "100k")),
+        )
+        .await;
+    match too_big {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"), "{s:?}");
+            assert_eq!(
+                s.message,
+                "pods \"p\" is forbidden: node didn't have enough allocatable resources: cpu, requested: 100000000, allocatable: 2000"
+            );
+            let causes = s.details.unwrap().causes;
+            assert_eq!(causes.len(), 1);
+            assert_eq!(causes[0].reason, "NodeCapacity");
+            assert_eq!(causes[0].field, "");
+        }
+        other => panic!("expected a 403, got {other:?}"),
+    }
+    api.shutdown().await;
 }
