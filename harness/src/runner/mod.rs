@@ -76,11 +76,12 @@ pub fn ignore_reason(case: &LoadedCase, agent: &AgentSpec) -> Option<String> {
 /// Whether the host of the nodes the harness starts (this one) enforces AppArmor, as the
 /// kubelet decides it; `None` when it cannot tell.
 fn host_apparmor(harness_node: bool) -> Option<bool> {
-    #[cfg(feature = "reference-agent")]
-    if harness_node {
-        return Some(nodeconform_agent::apparmor::host_enabled());
+    if !harness_node {
+        return None;
     }
-    let _ = harness_node;
+    #[cfg(feature = "reference-agent")]
+    return Some(nodeconform_agent::apparmor::host_enabled());
+    #[cfg(not(feature = "reference-agent"))]
     None
 }
 
