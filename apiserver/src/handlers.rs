@@ -222,15 +222,19 @@ fn serve_fixed(
         ),
         Route::OpenApiV2 => {
             if h::header_str(headers, header::ACCEPT).contains("protobuf") {
-                h::bytes(200, openapi::V2_PROTOBUF, openapi::v2_protobuf())
+                h::bytes(
+                    200,
+                    openapi::V2_PROTOBUF,
+                    openapi::v2_protobuf(ctx.registry.version),
+                )
             } else {
-                h::json(200, &openapi::v2_json())
+                h::json(200, &openapi::v2_json(ctx.registry.version))
             }
         }
         Route::OpenApiRoot => h::json(200, &openapi::root()),
         Route::OpenApi(path) => h::json(
             200,
-            &openapi::group_version(&path).ok_or(Error::NoResource)?,
+            &openapi::group_version(&path, ctx.registry.version).ok_or(Error::NoResource)?,
         ),
         Route::Object(_) => return Err(Error::NoResource),
     })

@@ -13,6 +13,7 @@
 use serde_json::{Value, json};
 
 use crate::resources::{self, Resource};
+use crate::version::Version;
 
 /// Changes whenever the documents change, so kubectl's disk cache (keyed by it) refreshes.
 const HASH: &str = "nodeconform-v2";
@@ -60,7 +61,7 @@ fn patch_operation(r: &Resource) -> Value {
 }
 
 /// `/openapi/v3/{api/v1 | apis/group/version}`, if served.
-pub fn group_version(path: &str) -> Option<Value> {
+pub fn group_version(path: &str, release: Version) -> Option<Value> {
     let (group, version) = match path.split('/').collect::<Vec<_>>().as_slice() {
         ["api", v] => ("", *v),
         ["apis", g, v] => (*g, *v),
@@ -79,10 +80,17 @@ pub fn group_version(path: &str) -> Option<Value> {
     }
     Some(json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes (nodeconform-apiserver)", "version": "v1.33.0"},
+        "info": {"title": "Kubernetes (nodeconform-apiserver)", "version": info_version(release)},
         "paths": paths,
         "components": {"schemas": {}}
     }))
+}
+
+/// The documents' `info.version`: the server's release without a suffix, as kube-apiserver
+/// sets it from its version (`v1.36.2`).
+fn info_version(release: Version) -> &'static str {
+    let git = release.git_version();
+    git.split('-').next().unwrap_or(git)
 }
 
 /// The media type of the protobuf OpenAPI v2 document.
@@ -162,10 +170,10 @@ fn object_path(r: &Resource) -> String {
 /// operation with its group-version-kind and the `dryRun`/`fieldValidation` parameters,
 /// which is what kubectl before 1.28 reads to decide on server-side dry run and validation.
 /// Without schemas (`definitions`) kubectl skips client-side validation of every kind.
-pub fn v2_protobuf() -> Vec<u8> {
+pub fn v2_protobuf(release: Version) -> Vec<u8> {
     let info = Proto::default()
         .string(1, "Kubernetes")
-        .string(2, "v1.33.0");
+        .string(2, info_version(release));
     let mut paths = Proto::default();
     for r in resources::ALL.iter() {
         let named = Proto::default()
@@ -181,7 +189,7 @@ pub fn v2_protobuf() -> Vec<u8> {
 }
 
 /// `/openapi/v2` as JSON: the same document.
-pub fn v2_json() -> Value {
+pub fn v2_json(release: Version) -> Value {
     let mut paths = serde_json::Map::new();
     for r in resources::ALL.iter() {
         let params: Vec<Value> = PATCH_PARAMS
@@ -197,21 +205,27 @@ pub fn v2_json() -> Value {
             }}),
         );
     }
-    json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.33.0"}, "paths": paths})
+    json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": info_version(release)}, "paths": paths})
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn v2_protobuf_is_well_formed() {
-        let doc = super::v2_protobuf();
+        let doc = super::v2_protobuf(super::Version::NEWEST);
         assert_eq!(&doc[..5], b"\x0a\x032.0");
         assert_eq!(doc[5], 0x12);
         let text = String::from_utf8_lossy(&doc);
         assert!(text.contains("/api/v1/namespaces/{namespace}/pods/{name}"));
         assert!(text.contains("x-kubernetes-group-version-kind"));
         assert!(text.contains("dryRun"));
-        assert_eq!(super::v2_json()["paths"].as_object().unwrap().len(), 13);
+        assert_eq!(
+            super::v2_json(super::Version::NEWEST)["paths"]
+                .as_object()
+                .unwrap()
+                .len(),
+            13
+        );
     }
 
     use super::*;
@@ -221,10 +235,15 @@ mod tests {
         let r = root();
         let url = r["paths"]["api/v1"]["serverRelativeURL"].as_str().unwrap();
         assert!(url.starts_with("/openapi/v3/api/v1?hash="));
-        let doc = group_version("apis/coordination.k8s.io/v1").unwrap();
+        let doc = group_version("apis/coordination.k8s.io/v1", Version::NEWEST).unwrap();
+        assert_eq!(
+            doc["info"]["version"], "v1.36.2",
+            "the release, as /version's"
+        );
         let op = &doc["paths"]["/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"]
             ["patch"];
         assert_eq!(op["x-kubernetes-group-version-kind"]["kind"], "Lease");
-        assert!(group_version("apis/nope/v1").is_none());
+        assert!(group_version("apis/nope/v1", Version::NEWEST).is_none());
+        assert_eq!(v2_json(Version::V1_28)["info"]["version"], "v1.28.7");
     }
 }
