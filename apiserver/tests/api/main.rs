@@ -120,13 +120,19 @@ pub fn assert_status(r: &Raw, code: u16, reason: &str) {
     assert!(!v["message"].as_str().unwrap_or("").is_empty(), "{v}");
 }
 
-/// Asserts a kube-rs error is an API error with this code and reason.
+/// Asserts a kube-rs error is an API error with this code and reason, and returns its
+/// `Status` for what else a test checks.
 #[track_caller]
-pub fn assert_api_error<T: std::fmt::Debug>(r: Result<T, kube::Error>, code: u16, reason: &str) {
+pub fn assert_api_error<T: std::fmt::Debug>(
+    r: Result<T, kube::Error>,
+    code: u16,
+    reason: &str,
+) -> Box<kube::core::Status> {
     match r {
         Err(kube::Error::Api(s)) => {
             assert_eq!(s.code, code, "{s:?}");
             assert_eq!(s.reason, reason, "{s:?}");
+            s
         }
         other => panic!("expected API error {code} {reason}, got {other:?}"),
     }

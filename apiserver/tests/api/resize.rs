@@ -99,16 +99,10 @@ async fn resize_refuses_what_upstream_refuses() {
             &Patch::Strategic(resize_to("20m", "40m")),
         )
         .await;
-    match qos {
-        Err(kube::Error::Api(s)) => {
-            assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{s:?}");
-            assert_eq!(
-                s.message,
-                "Pod \"p\" is invalid: spec: Invalid value: \"Guaranteed\": Pod QOS Class may not change as a result of resizing"
-            );
-        }
-        other => panic!("expected a 422, got {other:?}"),
-    }
+    assert_eq!(
+        assert_api_error(qos, 422, "Invalid").message,
+        "Pod \"p\" is invalid: spec: Invalid value: \"Guaranteed\": Pod QOS Class may not change as a result of resizing"
+    );
     // Resources change only through the subresource.
     let mut pod = pods.get("p").await.unwrap();
     let c = &mut pod.spec.as_mut().unwrap().containers[0];
@@ -171,19 +165,14 @@ async fn a_resize_beyond_the_nodes_allocatable_is_forbidden() {
             &Patch::Strategic(resize_to("100k", "100k")),
         )
         .await;
-    match too_big {
-        Err(kube::Error::Api(s)) => {
-            assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"), "{s:?}");
-            assert_eq!(
-                s.message,
-                "pods \"p\" is forbidden: node didn't have enough allocatable resources: cpu, requested: 100000000, allocatable: 2000"
-            );
-            let causes = s.details.unwrap().causes;
-            assert_eq!(causes.len(), 1);
-            assert_eq!(causes[0].reason, "NodeCapacity");
-            assert_eq!(causes[0].field, "");
-        }
-        other => panic!("expected a 403, got {other:?}"),
-    }
+    let s = assert_api_error(too_big, 403, "Forbidden");
+    assert_eq!(
+        s.message,
+        "pods \"p\" is forbidden: node didn't have enough allocatable resources: cpu, requested: 100000000, allocatable: 2000"
+    );
+    let causes = s.details.unwrap().causes;
+    assert_eq!(causes.len(), 1);
+    assert_eq!(causes[0].reason, "NodeCapacity");
+    assert_eq!(causes[0].field, "");
     api.shutdown().await;
 }
