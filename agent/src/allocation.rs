@@ -72,6 +72,17 @@ fn desired(pod: &Pod) -> Allocated {
         .collect()
 }
 
+/// Whether the spec asks for exactly the `allocated` resources (read in place: this runs
+/// at every dispatch).
+fn is_allocated(allocated: &Allocated, pod: &Pod) -> bool {
+    let none = ResourceRequirements::default();
+    let mut count = 0;
+    all_containers(pod).all(|c| {
+        count += 1;
+        allocated.get(&c.name) == Some(c.resources.as_ref().unwrap_or(&none))
+    }) && count == allocated.len()
+}
+
 /// `pod` with its containers' resources replaced by `allocated`.
 fn with_resources(pod: &Pod, allocated: &Allocated) -> Pod {
     let mut pod = pod.clone();
@@ -112,7 +123,7 @@ impl Allocations {
     /// allocated to its containers.
     pub fn allocated_pod(&self, pod: &Arc<Pod>) -> Arc<Pod> {
         match self.pods.get(&uid(pod)) {
-            Some(allocated) if *allocated != desired(pod) => {
+            Some(allocated) if !is_allocated(allocated, pod) => {
                 Arc::new(with_resources(pod, allocated))
             }
             _ => pod.clone(),
@@ -129,11 +140,10 @@ impl Allocations {
         fits: impl FnOnce(&Pod, &[&Pod]) -> Result<(), (String, String)>,
     ) {
         let uid = uid(pod);
-        let want = desired(pod);
         let Some(allocated) = self.pods.get(&uid) else {
             return;
         };
-        if *allocated == want {
+        if is_allocated(allocated, pod) {
             self.pending.set(&uid, None);
             return;
         }
@@ -141,7 +151,7 @@ impl Allocations {
         let others: Vec<&Pod> = others.iter().map(Arc::as_ref).collect();
         match fits(pod, &others) {
             Ok(()) => {
-                self.pods.insert(uid.clone(), want);
+                self.pods.insert(uid.clone(), desired(pod));
                 self.pending.set(&uid, None);
             }
             Err((_reason, message)) => {

@@ -29,22 +29,20 @@ pub(super) fn restart_message(name: &str) -> String {
     format!("Container {name} resize requires restart")
 }
 
-/// The allocated resources of `container`.
-fn allocated(container: &Container) -> ResourceRequirements {
-    container.resources.clone().unwrap_or_default()
+/// The resources `running` runs with: as last actuated, or (a container from before the
+/// agent started) as allocated; `None` is none at all.
+fn actuated_of<'a>(
+    actuated: &'a Actuated,
+    running: &runtime::Container,
+    spec: &'a Container,
+) -> Option<&'a ResourceRequirements> {
+    actuated.get(&running.id).or(spec.resources.as_ref())
 }
 
-/// The resources `running` runs with: as last actuated, or (a container from before the
-/// agent started) as allocated.
-fn actuated_of(
-    actuated: &Actuated,
-    running: &runtime::Container,
-    spec: &Container,
-) -> ResourceRequirements {
-    actuated
-        .get(&running.id)
-        .cloned()
-        .unwrap_or_else(|| allocated(spec))
+/// Whether two resource requirements differ, an absent one reading as empty.
+fn differ(a: Option<&ResourceRequirements>, b: Option<&ResourceRequirements>) -> bool {
+    let none = ResourceRequirements::default();
+    a.unwrap_or(&none) != b.unwrap_or(&none)
 }
 
 /// Whether the pod has a running container whose resources are not yet what its
@@ -53,7 +51,7 @@ pub(crate) fn in_progress(pod: &Pod, rt: &runtime::PodStatus, actuated: &Actuate
     all_containers(pod).any(|c| {
         rt.latest(&c.name)
             .filter(|l| l.state == runtime::ContainerState::Running)
-            .is_some_and(|l| actuated_of(actuated, l, c) != allocated(c))
+            .is_some_and(|l| differ(actuated_of(actuated, l, c), c.resources.as_ref()))
     })
 }
 
@@ -63,10 +61,15 @@ pub(super) fn action(
     running: &runtime::Container,
     actuated: &Actuated,
 ) -> Option<Action> {
-    let (want, have) = (allocated(spec), actuated_of(actuated, running, spec));
-    if want == have {
+    let (want, have) = (
+        spec.resources.as_ref(),
+        actuated_of(actuated, running, spec),
+    );
+    if !differ(want, have) {
         return None;
     }
+    let none = ResourceRequirements::default();
+    let (want, have) = (want.unwrap_or(&none), have.unwrap_or(&none));
     let amount = |r: &ResourceRequirements, limit: bool, name: &str| {
         let list: Option<&List> = if limit {
             r.limits.as_ref()
@@ -79,7 +82,7 @@ pub(super) fn action(
     let changed = |name: &str| {
         [false, true]
             .into_iter()
-            .any(|limit| amount(&want, limit, name) != amount(&have, limit, name))
+            .any(|limit| amount(want, limit, name) != amount(have, limit, name))
     };
     // `determineContainerResize`: a resource without a policy does not need a restart.
     let restart = ["cpu", "memory"].into_iter().any(|name| {
@@ -104,10 +107,13 @@ pub(super) async fn update(
     spec: &Container,
     running: &runtime::Container,
 ) -> runtime::Result<()> {
-    let want = allocated(spec);
     runtime
-        .update_container_resources(&running.id, runtime::linux_resources(Some(&want)))
+        .update_container_resources(
+            &running.id,
+            runtime::linux_resources(spec.resources.as_ref()),
+        )
         .await?;
+    let want = spec.resources.clone().unwrap_or_default();
     actuated.insert(running.id.clone(), want);
     Ok(())
 }
