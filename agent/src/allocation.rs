@@ -1,15 +1,16 @@
 //! The kubelet's allocation manager (`pkg/kubelet/allocation`): which resources each
-//! admitted pod's containers were given, and what became of an in-place resize.
+//! admitted pod and its containers were given, and what became of an in-place resize.
 //!
-//! A pod's containers are allocated the resources of its spec when it is admitted. When a
-//! resize (`pods/resize`) changes them, the sync loop runs the admit handlers again for the
-//! pod with its new resources against the other pods' allocations
-//! (`handlePodResourcesResize`): a fit is allocated at once; a pod that does not fit keeps
+//! A pod and its containers are allocated the resources of its spec when it is admitted
+//! (the pod-level `spec.resources` too, `InPlacePodLevelResourcesVerticalScaling`, beta
+//! and on in 1.36). When a resize (`pods/resize`) changes them, the sync loop runs the
+//! admit handlers again for the pod with its new resources against the other pods'
+//! allocations (`handlePodResourcesResize`): a fit is allocated at once; a pod that does not fit keeps
 //! its allocation and is reported `PodResizePending` (reason `Deferred`, the admit
 //! handler's message) until it fits. Workers are handed the *allocated* pod
-//! ([`Allocations::allocated_pod`]): its containers' resources are what they run with, and
-//! the worker actuates them (`UpdateContainerResources`, or a restart where the container's
-//! resize policy says so).
+//! ([`Allocations::allocated_pod`]): its resources are what it runs with, and the worker
+//! actuates them (`UpdatePodSandboxResources` for the pod's, `UpdateContainerResources`
+//! or a restart where the container's resize policy says so for a container's).
 //!
 //! The sync loop owns the allocations; workers read the pending condition through a
 //! [`Handle`] when they write a status (a lock held for a lookup, never across an await).
@@ -35,8 +36,35 @@ pub struct Pending {
     pub generation: Option<i64>,
 }
 
-/// The resources allocated to each container of a pod, by container name.
-type Allocated = BTreeMap<String, ResourceRequirements>;
+/// The resources allocated to a pod: each container's, by container name, and the pod's
+/// own (`spec.resources`, pod-level resources).
+#[derive(Debug, Clone, PartialEq)]
+struct Allocated {
+    containers: BTreeMap<String, ResourceRequirements>,
+    pod: Option<ResourceRequirements>,
+}
+
+/// The pod's resources as its spec has them.
+fn desired(pod: &Pod) -> Allocated {
+    Allocated {
+        containers: all_containers(pod)
+            .map(|c| (c.name.clone(), c.resources.clone().unwrap_or_default()))
+            .collect(),
+        pod: pod.spec.as_ref().and_then(|s| s.resources.clone()),
+    }
+}
+
+/// Whether the spec asks for exactly the `allocated` resources (read in place: this runs
+/// at every dispatch).
+fn is_allocated(allocated: &Allocated, pod: &Pod) -> bool {
+    let none = ResourceRequirements::default();
+    let mut count = 0;
+    let containers = all_containers(pod).all(|c| {
+        count += 1;
+        allocated.containers.get(&c.name) == Some(c.resources.as_ref().unwrap_or(&none))
+    }) && count == allocated.containers.len();
+    containers && allocated.pod.as_ref() == pod.spec.as_ref().and_then(|s| s.resources.as_ref())
+}
 
 /// The allocations of the node's pods, owned by the sync loop.
 #[derive(Debug, Default)]
@@ -65,25 +93,7 @@ impl Handle {
     }
 }
 
-/// The containers' resources as the spec has them.
-fn desired(pod: &Pod) -> Allocated {
-    all_containers(pod)
-        .map(|c| (c.name.clone(), c.resources.clone().unwrap_or_default()))
-        .collect()
-}
-
-/// Whether the spec asks for exactly the `allocated` resources (read in place: this runs
-/// at every dispatch).
-fn is_allocated(allocated: &Allocated, pod: &Pod) -> bool {
-    let none = ResourceRequirements::default();
-    let mut count = 0;
-    all_containers(pod).all(|c| {
-        count += 1;
-        allocated.get(&c.name) == Some(c.resources.as_ref().unwrap_or(&none))
-    }) && count == allocated.len()
-}
-
-/// `pod` with its containers' resources replaced by `allocated`.
+/// `pod` with its containers' and its own resources replaced by `allocated`.
 fn with_resources(pod: &Pod, allocated: &Allocated) -> Pod {
     let mut pod = pod.clone();
     if let Some(spec) = pod.spec.as_mut() {
@@ -93,10 +103,11 @@ fn with_resources(pod: &Pod, allocated: &Allocated) -> Pod {
             .flatten()
             .chain(spec.containers.iter_mut());
         for c in all {
-            if let Some(r) = allocated.get(&c.name) {
+            if let Some(r) = allocated.containers.get(&c.name) {
                 c.resources = (r != &ResourceRequirements::default()).then(|| r.clone());
             }
         }
+        spec.resources = allocated.pod.clone();
     }
     pod
 }
@@ -171,6 +182,7 @@ impl Allocations {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use serde_json::json;
 
     use super::*;
@@ -219,5 +231,31 @@ mod tests {
         assert_eq!(pending.generation, Some(2));
         a.forget("u1");
         assert_eq!(a.handle().pending("u1"), None);
+    }
+
+    #[test]
+    fn pod_level_resources_are_allocated_too() {
+        let with_pod_cpu = |cpu: &str| {
+            let mut p = pod("20m");
+            p.spec.as_mut().unwrap().resources = Some(ResourceRequirements {
+                requests: Some([("cpu".to_owned(), Quantity(cpu.to_owned()))].into()),
+                ..Default::default()
+            });
+            Arc::new(p)
+        };
+        let pod_cpu = |p: &Pod| {
+            let r = p.spec.as_ref().unwrap().resources.as_ref().unwrap();
+            r.requests.as_ref().unwrap()["cpu"].0.clone()
+        };
+        let mut a = Allocations::default();
+        a.admit(&with_pod_cpu("100m"));
+        let resized = with_pod_cpu("150m");
+        assert_eq!(
+            pod_cpu(&a.allocated_pod(&resized)),
+            "100m",
+            "not yet allocated"
+        );
+        a.resize(&resized, Vec::new, |_, _| Ok(()));
+        assert_eq!(pod_cpu(&a.allocated_pod(&resized)), "150m");
     }
 }

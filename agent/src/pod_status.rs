@@ -22,6 +22,7 @@ mod conditions;
 mod container_status;
 mod phase;
 mod qos;
+mod resources;
 
 pub use conditions::{containers_ready_condition, initialized_condition, ready_condition};
 pub use phase::get_phase;
@@ -282,6 +283,8 @@ pub fn generate(input: &Input<'_>) -> PodStatus {
         }
     }
     s.observed_generation = generation;
+    s.resources = Some(resources::resources(pod, old));
+    s.allocated_resources = resources::allocated(pod);
     s.conditions = Some(conditions);
     s.container_statuses = Some(app);
     s.init_container_statuses = (!init.is_empty()).then_some(init);

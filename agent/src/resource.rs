@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, Pod, ResourceFieldSelector};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use nodeconform_resource::pod;
 
-/// A resource list (`limits`, `requests`, a node's `allocatable`).
-pub type List = BTreeMap<String, Quantity>;
+pub use nodeconform_resource::pod::List;
 
 /// The resources whose missing (or zero) limits default to the node's
 /// allocatable; hugepages never do (they are never overcommitted).
@@ -78,7 +78,7 @@ pub fn container_value(
     let unsupported = || format!("unsupported container resource : {}", selector.resource);
     let divisor = match &selector.divisor {
         Some(q) if !is_zero(q) => parse(q)?,
-        _ => Amount::ONE,
+        _ => nodeconform_resource::Quantity::ONE,
     };
     let (list, name) = if let Some(name) = selector.resource.strip_prefix("limits.") {
         (
@@ -97,7 +97,7 @@ pub fn container_value(
     let quantity = list.and_then(|l| l.get(name));
     let amount = match quantity {
         Some(q) => parse(q)?,
-        None => Amount::ZERO,
+        None => nodeconform_resource::Quantity::ZERO,
     };
     // `math.Ceil(float64(x) / float64(divisor))`, as upstream computes it.
     let ceil_div = |x: i128, d: i128| (x as f64 / d as f64).ceil() as i64;
@@ -111,35 +111,9 @@ pub fn container_value(
     }
 }
 
-/// `PodRequests` (`pkg/api/v1/resource/helpers.go`): what a pod asks of the
-/// node, per resource: the sum over its containers, raised to any single init
-/// container's request (they run one at a time before the others), plus the
-/// pod overhead. CPU is in millicores, everything else in units.
+/// `PodRequests` in the scheduler's units: CPU in millicores, everything else in units.
 pub fn pod_requests(pod: &Pod) -> BTreeMap<String, i64> {
-    fn add(into: &mut BTreeMap<String, i64>, list: Option<&List>) {
-        for (name, q) in list.into_iter().flatten() {
-            *into.entry(name.clone()).or_default() += amount_of(name, q);
-        }
-    }
-    let Some(spec) = pod.spec.as_ref() else {
-        return BTreeMap::new();
-    };
-    fn requests(c: &Container) -> Option<&List> {
-        c.resources.as_ref().and_then(|r| r.requests.as_ref())
-    }
-    let mut total = BTreeMap::new();
-    for c in &spec.containers {
-        add(&mut total, requests(c));
-    }
-    for c in spec.init_containers.iter().flatten() {
-        for (name, q) in requests(c).into_iter().flatten() {
-            let value = amount_of(name, q);
-            let entry = total.entry(name.clone()).or_default();
-            *entry = (*entry).max(value);
-        }
-    }
-    add(&mut total, spec.overhead.as_ref());
-    total
+    amounts(&pod::requests(pod))
 }
 
 /// A node's `allocatable` in the units of [`pod_requests`].
@@ -153,7 +127,7 @@ pub fn amounts(list: &List) -> BTreeMap<String, i64> {
 /// other resource in units; an unparsable quantity (the API server validates
 /// them) counts as 0.
 pub(crate) fn amount_of(name: &str, q: &Quantity) -> i64 {
-    let amount = parse(q).unwrap_or(Amount::ZERO);
+    let amount = parse(q).unwrap_or(nodeconform_resource::Quantity::ZERO);
     let value = if name == "cpu" {
         amount.milli_value()
     } else {
@@ -163,111 +137,13 @@ pub(crate) fn amount_of(name: &str, q: &Quantity) -> i64 {
 }
 
 fn is_zero(q: &Quantity) -> bool {
-    parse(q).is_ok_and(|a| a.numerator == 0)
+    parse(q).is_ok_and(|a| a == nodeconform_resource::Quantity::ZERO)
 }
 
-/// An exact quantity: `numerator / denominator`, both from the decimal
-/// digits, the suffix's power of ten or two, and the exponent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Amount {
-    numerator: i128,
-    denominator: i128,
-}
-
-impl Amount {
-    const ZERO: Self = Self {
-        numerator: 0,
-        denominator: 1,
-    };
-    const ONE: Self = Self {
-        numerator: 1,
-        denominator: 1,
-    };
-
-    /// `Quantity.Value()`: rounded up to a whole unit.
-    fn value(self) -> i128 {
-        ceil(self.numerator, self.denominator)
-    }
-
-    /// `Quantity.MilliValue()`: rounded up to a thousandth.
-    fn milli_value(self) -> i128 {
-        ceil(self.numerator.saturating_mul(1000), self.denominator)
-    }
-}
-
-/// Rounds `n / d` (d > 0) towards positive infinity.
-fn ceil(n: i128, d: i128) -> i128 {
-    n.div_euclid(d) + i128::from(n.rem_euclid(d) != 0)
-}
-
-/// Parses a quantity (`resource.ParseQuantity`): an optional sign, digits
-/// with an optional fraction, then a binary suffix (`Ki` … `Ei`), a decimal
-/// one (`n u m k M G T P E`) or a decimal exponent (`e3`, `E-2`).
-fn parse(q: &Quantity) -> Result<Amount, String> {
-    let text = q.0.trim();
-    let invalid = || format!("quantities must match the regular expression: {text:?}");
-    let (negative, rest) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let number_end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
-    let (number, suffix) = rest.split_at(number_end);
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    if whole.is_empty() && fraction.is_empty() || fraction.contains('.') {
-        return Err(invalid());
-    }
-    let mut numerator: i128 = 0;
-    for digit in whole.bytes().chain(fraction.bytes()) {
-        numerator = numerator
-            .checked_mul(10)
-            .and_then(|n| n.checked_add(i128::from(digit - b'0')))
-            .ok_or_else(invalid)?;
-    }
-    let mut power10 = -i32::try_from(fraction.len()).map_err(|_| invalid())?;
-    let mut power2 = 0u32;
-    match suffix {
-        "" => {}
-        "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" => {
-            let index = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
-                .iter()
-                .position(|s| *s == suffix);
-            power2 = 10 * (index.unwrap_or(0) as u32 + 1);
-        }
-        "n" => power10 -= 9,
-        "u" => power10 -= 6,
-        "m" => power10 -= 3,
-        "k" => power10 += 3,
-        "M" => power10 += 6,
-        "G" => power10 += 9,
-        "T" => power10 += 12,
-        "P" => power10 += 15,
-        "E" => power10 += 18,
-        _ => {
-            let exponent = suffix
-                .strip_prefix(['e', 'E'])
-                .and_then(|e| e.parse::<i32>().ok())
-                .ok_or_else(invalid)?;
-            power10 += exponent;
-        }
-    }
-    let pow10 = |p: i32| 10i128.checked_pow(p.unsigned_abs()).ok_or_else(invalid);
-    let mut denominator = 1i128;
-    if power10 >= 0 {
-        numerator = numerator.checked_mul(pow10(power10)?).ok_or_else(invalid)?;
-    } else {
-        denominator = pow10(power10)?;
-    }
-    numerator = numerator.checked_mul(1i128 << power2).ok_or_else(invalid)?;
-    if negative {
-        numerator = -numerator;
-    }
-    Ok(Amount {
-        numerator,
-        denominator,
-    })
+/// Parses a quantity; `Err` is the decoder's message.
+fn parse(q: &Quantity) -> Result<nodeconform_resource::Quantity, String> {
+    nodeconform_resource::Quantity::parse(q.0.trim())
+        .ok_or_else(|| format!("quantities must match the regular expression: {:?}", q.0))
 }
 
 #[cfg(test)]
@@ -301,28 +177,6 @@ mod tests {
                 ..Default::default()
             }),
             ..Default::default()
-        }
-    }
-
-    #[test]
-    fn parses_quantities_exactly() {
-        let value = |s: &str| parse(&q(s)).unwrap().value();
-        let milli = |s: &str| parse(&q(s)).unwrap().milli_value();
-        assert_eq!(value("64Mi"), 67_108_864);
-        assert_eq!(value("1Gi"), 1 << 30);
-        assert_eq!(value("1.5Gi"), 3 << 29);
-        assert_eq!(value("128974848"), 128_974_848);
-        assert_eq!(value("129e6"), 129_000_000);
-        assert_eq!(value("129M"), 129_000_000);
-        assert_eq!(value("1k"), 1000);
-        assert_eq!(value("100m"), 1, "Value() rounds up");
-        assert_eq!(milli("1250m"), 1250);
-        assert_eq!(milli("0.5"), 500);
-        assert_eq!(milli("2"), 2000);
-        assert_eq!(milli("1n"), 1, "MilliValue() rounds up");
-        assert_eq!(value("-1"), -1);
-        for bad in ["", "Mi", "1.2.3", "1x", "1Ki2", "--1"] {
-            assert!(parse(&q(bad)).is_err(), "{bad:?} parsed");
         }
     }
 

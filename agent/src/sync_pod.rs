@@ -146,7 +146,7 @@ impl PodState {
             deadline_reported: false,
             kill_requested: None,
             restart_after_kill: std::collections::HashSet::new(),
-            actuated: resize::Actuated::new(),
+            actuated: resize::Actuated::default(),
         }
     }
 
@@ -240,6 +240,7 @@ async fn publish(
     // Containers the runtime no longer has need no record of their resources.
     state
         .actuated
+        .containers
         .retain(|id, _| rt.containers.iter().any(|c| &c.id == id));
     let resize = pod_status::Resize {
         pending: ctx.allocations.pending(&crate::podutil::uid(pod)),

@@ -176,6 +176,53 @@ fn pod_spec(spec: &mut Map<String, Value>) {
     for v in objects(spec, "volumes") {
         volume(v);
     }
+    pod_level_requests(spec);
+}
+
+/// `defaultPodRequests` (`PodLevelResources`, beta and on since 1.34): a pod with pod-level
+/// limits gets pod-level requests for cpu and memory from its containers' requests, and
+/// for any other limited pod-level resource the limit. (`defaultHugePagePodLimits` is not
+/// done: no case asks for huge pages.)
+fn pod_level_requests(spec: &mut Map<String, Value>) {
+    let limits = match spec.get("resources").and_then(|r| r.get("limits")) {
+        Some(Value::Object(l)) if !l.is_empty() => l.clone(),
+        _ => return,
+    };
+    // The spec is valid by now except for what validation will report; a spec that does
+    // not read as one gets no pod-level defaults.
+    let Ok(typed) =
+        serde_json::from_value::<k8s_openapi::api::core::v1::PodSpec>(Value::Object(spec.clone()))
+    else {
+        return;
+    };
+    let containers =
+        nodeconform_resource::pod::container_requests(&k8s_openapi::api::core::v1::Pod {
+            spec: Some(typed),
+            ..Default::default()
+        });
+    let Some(resources) = object(spec, "resources") else {
+        return;
+    };
+    let mut requests = resources
+        .get("requests")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for name in ["cpu", "memory"] {
+        if let Some(q) = containers.get(name)
+            && !requests.contains_key(name)
+        {
+            requests.insert(name.into(), q.0.clone().into());
+        }
+    }
+    for (name, q) in limits {
+        if nodeconform_resource::pod::is_pod_level_resource(&name) {
+            requests.entry(name).or_insert(q);
+        }
+    }
+    if !requests.is_empty() {
+        resources.insert("requests".into(), Value::Object(requests));
+    }
 }
 
 /// `SetDefaults_Container` plus what the generated defaulter reaches inside a container.
@@ -572,5 +619,32 @@ mod tests {
         let mut node = json!({"status": {"capacity": {"cpu": "2"}}});
         apply(&resources::NODES, &mut node);
         assert_eq!(node["status"]["allocatable"], json!({"cpu": "2"}));
+    }
+
+    #[test]
+    fn pod_level_limits_default_pod_level_requests() {
+        let mut pod = json!({"spec": {
+            "resources": {"limits": {"cpu": "500m", "memory": "200Mi"}},
+            "containers": [
+                {"name": "a", "image": "i", "resources": {"limits": {"cpu": "100m"}}},
+                {"name": "b", "image": "i", "resources": {"requests": {"cpu": "50m"}}},
+            ],
+        }});
+        apply(&resources::PODS, &mut pod);
+        // cpu: the containers' requests (a's from its limit); memory: the pod-level limit.
+        assert_eq!(
+            pod["spec"]["resources"],
+            json!({"limits": {"cpu": "500m", "memory": "200Mi"},
+                   "requests": {"cpu": "150m", "memory": "200Mi"}})
+        );
+        let mut requests_only = json!({"spec": {
+            "resources": {"requests": {"cpu": "1"}},
+            "containers": [{"name": "a", "image": "i"}],
+        }});
+        apply(&resources::PODS, &mut requests_only);
+        assert_eq!(
+            requests_only["spec"]["resources"],
+            json!({"requests": {"cpu": "1"}})
+        );
     }
 }

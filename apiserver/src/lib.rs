@@ -53,7 +53,7 @@ pub mod patch;
 pub mod pod_log;
 pub mod pod_resize_admission;
 pub mod protobuf;
-pub mod quantity;
+pub use nodeconform_resource::quantity;
 pub mod registry;
 pub mod request;
 pub mod resources;

@@ -4,6 +4,8 @@
 //! cannot hold the pod's new cpu or memory requests at all (cause `NodeCapacity`). A resize
 //! that fits the node but not beside its other pods is the node agent's to defer.
 
+use k8s_openapi::api::core::v1::Pod;
+use nodeconform_resource::pod;
 use serde_json::Value;
 
 use crate::meta;
@@ -78,38 +80,14 @@ fn quantity(v: Option<&Value>) -> Quantity {
         .unwrap_or(Quantity::ZERO)
 }
 
-/// `PodRequests` for one resource: the app containers' and sidecars' requests summed, raised
-/// to what any init container needs beside the sidecars started before it, plus the pod's
-/// overhead; the pod-level request where the pod sets one.
+/// `PodRequests` for one resource (`Quantity::ZERO` when it asks for none).
 fn requests(pod: &Value, name: &str) -> Quantity {
-    let spec = pod.get("spec").unwrap_or(&Value::Null);
-    if let Some(q) = spec.pointer(&format!("/resources/requests/{name}")) {
-        return quantity(Some(q));
-    }
-    let of = |c: &Value| quantity(c.pointer(&format!("/resources/requests/{name}")));
-    let list = |key: &str| {
-        spec.get(key)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let mut total = list("containers")
-        .iter()
-        .fold(Quantity::ZERO, |sum, c| sum.saturating_add(of(c)));
-    let (mut sidecars, mut init) = (Quantity::ZERO, Quantity::ZERO);
-    for c in &list("initContainers") {
-        let needs = if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
-            total = total.saturating_add(of(c));
-            sidecars = sidecars.saturating_add(of(c));
-            sidecars
-        } else {
-            of(c).saturating_add(sidecars)
-        };
-        init = init.max(needs);
-    }
-    total
-        .max(init)
-        .saturating_add(quantity(spec.pointer(&format!("/overhead/{name}"))))
+    // The stored pod is valid, so it reads as a typed one.
+    let typed: Pod = serde_json::from_value(pod.clone()).unwrap_or_default();
+    pod::requests(&typed)
+        .get(name)
+        .and_then(|q| Quantity::parse(&q.0))
+        .unwrap_or(Quantity::ZERO)
 }
 
 #[cfg(test)]
@@ -120,16 +98,16 @@ mod tests {
     use crate::quantity::Quantity;
 
     #[test]
-    fn pod_requests_count_sidecars_and_init_containers() {
-        let pod = json!({"spec": {
+    fn pod_requests_read_the_stored_pod() {
+        let pod = json!({"metadata": {"name": "p"}, "spec": {
             "initContainers": [
                 {"name": "s", "restartPolicy": "Always", "resources": {"requests": {"cpu": "100m"}}},
-                {"name": "i", "resources": {"requests": {"cpu": "1"}}},
             ],
             "containers": [{"name": "c", "resources": {"requests": {"cpu": "200m"}}}],
-            "overhead": {"cpu": "10m"},
+            "resources": {"requests": {"memory": "1Gi"}},
         }});
-        assert_eq!(requests(&pod, "cpu"), Quantity::parse("1110m").unwrap());
-        assert_eq!(requests(&pod, "memory"), Quantity::ZERO);
+        assert_eq!(requests(&pod, "cpu"), Quantity::parse("300m").unwrap());
+        assert_eq!(requests(&pod, "memory"), Quantity::parse("1Gi").unwrap());
+        assert_eq!(requests(&pod, "ephemeral-storage"), Quantity::ZERO);
     }
 }

@@ -203,7 +203,9 @@ impl Runtime {
             stdin_once: container.stdin_once.unwrap_or(false),
             tty: container.tty.unwrap_or(false),
             linux: Some(cri::LinuxContainerConfig {
-                resources: Some(super::linux_resources(container.resources.as_ref())),
+                resources: Some(super::linux_resources(Some(&super::effective(
+                    pod, container,
+                )))),
                 security_context: Some(security_context),
             }),
             ..Default::default()

@@ -140,6 +140,28 @@ impl Runtime {
         Ok(())
     }
 
+    /// `UpdatePodSandboxResources`: the pod's cgroup resized in place (a pod-level resize).
+    pub async fn update_pod_sandbox_resources(
+        &self,
+        id: &str,
+        resources: cri::LinuxContainerResources,
+    ) -> Result<()> {
+        self.call(
+            "UpdatePodSandboxResources",
+            || format!("pod sandbox {id}"),
+            None,
+            self.rs
+                .clone()
+                .update_pod_sandbox_resources(cri::UpdatePodSandboxResourcesRequest {
+                    pod_sandbox_id: id.to_owned(),
+                    resources: Some(resources),
+                    ..Default::default()
+                }),
+        )
+        .await?;
+        Ok(())
+    }
+
     /// `UpdateContainerResources`: an in-place resize of a running container.
     pub async fn update_container_resources(
         &self,

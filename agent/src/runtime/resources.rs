@@ -2,10 +2,16 @@
 //! `generateLinuxContainerResources` / `calculateLinuxResources`): CPU shares from the
 //! request (the limit when only that is set), a CFS quota over a 100 ms period from the
 //! limit, and the memory limit in bytes. Sent with `CreateContainer` and, for an in-place
-//! resize, `UpdateContainerResources`.
+//! resize, `UpdateContainerResources`. A limit the container does not set is the pod's,
+//! where the pod has pod-level resources ([`effective`], `GetLimits`).
+//!
+//! The pod's own cgroup is sized the same way from the pod's summed requests and limits
+//! ([`PodConfig`], `ResourceConfigForPod`), sent with `UpdatePodSandboxResources` on a
+//! pod-level resize and read back for the pod's `status.resources`.
 
-use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
 use nodeconform_cri::v1 as cri;
+use nodeconform_resource::pod as pod_resources;
 
 use crate::resource::{self, List};
 
@@ -31,6 +37,103 @@ fn quota(milli_cpu: i64) -> i64 {
         return 0;
     }
     (milli_cpu * QUOTA_PERIOD / 1000).max(MIN_QUOTA)
+}
+
+/// `SharesToMilliCPU`: the CPU request a `cpu.shares` value stands for.
+pub fn shares_to_milli(shares: i64) -> i64 {
+    if shares < MIN_SHARES {
+        return 0;
+    }
+    (shares * 1000 + SHARES_PER_CPU - 1) / SHARES_PER_CPU
+}
+
+/// `QuotaToMilliCPU`: the CPU limit a CFS quota stands for.
+pub fn quota_to_milli(quota: i64) -> i64 {
+    if quota <= 0 {
+        return 0;
+    }
+    quota * 1000 / QUOTA_PERIOD
+}
+
+/// `container`'s resources as the runtime is given them (`GetLimits`): a CPU or memory
+/// limit it does not set is the pod-level one, where `pod` has pod-level limits.
+pub fn effective(pod: &Pod, container: &Container) -> ResourceRequirements {
+    let mut out = container.resources.clone().unwrap_or_default();
+    let pod_limits = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.resources.as_ref())
+        .and_then(|r| r.limits.as_ref());
+    for (name, q) in pod_limits.into_iter().flatten() {
+        let set = |l: &List| {
+            l.get(name)
+                .is_some_and(|v| resource::amount_of(name, v) != 0)
+        };
+        if matches!(name.as_str(), "cpu" | "memory")
+            && resource::amount_of(name, q) != 0
+            && !out.limits.as_ref().is_some_and(set)
+        {
+            out.limits
+                .get_or_insert_with(Default::default)
+                .insert(name.clone(), q.clone());
+        }
+    }
+    out
+}
+
+/// The pod's cgroup as the kubelet sizes it (`ResourceConfigForPod`, CFS quota enforced):
+/// `None` where the pod's cgroup has no such bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodConfig {
+    /// `cpu.shares`.
+    pub cpu_shares: i64,
+    /// `cpu.cfs_quota_us` over a 100 ms period.
+    pub cpu_quota: Option<i64>,
+    /// The memory limit in bytes.
+    pub memory: Option<i64>,
+}
+
+impl PodConfig {
+    /// The config of `pod` (the allocated pod) of QoS class `qos`: a `BestEffort` pod gets
+    /// the minimum shares and nothing else; a `Burstable` one a quota and a memory limit
+    /// only where every container (or the pod) sets that limit.
+    pub fn of(pod: &Pod, qos: &str) -> Self {
+        let amount =
+            |list: &List, name: &str| list.get(name).map_or(0, |q| resource::amount_of(name, q));
+        let requests = pod_resources::requests(pod);
+        let limits = pod_resources::limits(pod);
+        let cpu_shares = shares(amount(&requests, "cpu"));
+        let cpu_quota = quota(amount(&limits.list, "cpu"));
+        let memory = amount(&limits.list, "memory");
+        match qos {
+            "Guaranteed" => Self {
+                cpu_shares,
+                cpu_quota: Some(cpu_quota),
+                memory: Some(memory),
+            },
+            "Burstable" => Self {
+                cpu_shares,
+                cpu_quota: limits.cpu_declared.then_some(cpu_quota),
+                memory: limits.memory_declared.then_some(memory),
+            },
+            _ => Self {
+                cpu_shares: MIN_SHARES,
+                cpu_quota: None,
+                memory: None,
+            },
+        }
+    }
+
+    /// The config as `UpdatePodSandboxResources` carries it (no bound is 0).
+    pub fn linux(self) -> cri::LinuxContainerResources {
+        cri::LinuxContainerResources {
+            cpu_period: QUOTA_PERIOD,
+            cpu_quota: self.cpu_quota.unwrap_or(0),
+            cpu_shares: self.cpu_shares,
+            memory_limit_in_bytes: self.memory.unwrap_or(0),
+            ..Default::default()
+        }
+    }
 }
 
 /// The Linux resources of a container with `resources`.
@@ -90,6 +193,45 @@ mod tests {
             (25, 2500, 100_000)
         );
         assert_eq!(l.memory_limit_in_bytes, 40 << 20);
+    }
+
+    #[test]
+    fn the_pod_cgroup_follows_the_qos_class() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({"spec": {"containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m", "memory": "128Mi"}}},
+            {"name": "b", "resources": {"limits": {"cpu": "300m"}}},
+        ]}}))
+        .unwrap();
+        let burstable = PodConfig::of(&pod, "Burstable");
+        assert_eq!(burstable.cpu_shares, 102);
+        assert_eq!(
+            burstable.cpu_quota,
+            Some(50_000),
+            "both containers limit cpu"
+        );
+        assert_eq!(burstable.memory, None, "b sets no memory limit");
+        assert_eq!(shares_to_milli(burstable.cpu_shares), 100);
+        assert_eq!(quota_to_milli(50_000), 500);
+        assert_eq!(PodConfig::of(&pod, "BestEffort").cpu_shares, 2);
+        assert_eq!(shares_to_milli(2), 2);
+    }
+
+    #[test]
+    fn pod_level_limits_bound_containers_without_their_own() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({"spec": {
+            "resources": {"limits": {"cpu": "500m", "memory": "200Mi"}},
+            "containers": [
+                {"name": "a"},
+                {"name": "b", "resources": {"limits": {"cpu": "100m"}}},
+            ],
+        }}))
+        .unwrap();
+        let spec = pod.spec.as_ref().unwrap();
+        let limits = |c: usize| effective(&pod, &spec.containers[c]).limits.unwrap();
+        assert_eq!(limits(0)["cpu"].0, "500m");
+        assert_eq!(limits(0)["memory"].0, "200Mi");
+        assert_eq!(limits(1)["cpu"].0, "100m");
+        assert_eq!(limits(1)["memory"].0, "200Mi");
     }
 
     #[test]

@@ -141,14 +141,18 @@ pub(super) async fn converge(
     // `computePodResizeAction`: running containers whose allocation changed are
     // updated in place, or restarted where their resize policy asks for it.
     let mut resize_restarts: Vec<&Container> = Vec::new();
-    if !deleting && !fresh_sandbox {
+    if fresh_sandbox {
+        resize::sandbox_sized(pod, &mut state.actuated);
+    } else if !deleting {
+        // The pod's cgroup first, then its containers.
+        acted |= resize::resize_pod(&ctx.runtime, &mut state.actuated, pod, &sandbox.id).await?;
         for c in inits.iter().chain(spec.containers.iter()) {
             let Some(latest) = running(c).filter(|_| !changed.contains(&c)) else {
                 continue;
             };
-            match resize::action(c, latest, &state.actuated) {
+            match resize::action(pod, c, latest, &state.actuated) {
                 Some(resize::Action::Update) => {
-                    resize::update(&ctx.runtime, &mut state.actuated, c, latest).await?;
+                    resize::update(&ctx.runtime, &mut state.actuated, pod, c, latest).await?;
                 }
                 Some(resize::Action::Restart) => resize_restarts.push(c),
                 None => {}

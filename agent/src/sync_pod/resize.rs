@@ -1,5 +1,7 @@
-//! In-place resize of running containers (kuberuntime's `computePodResizeAction` and
-//! `doPodResizeAction`): a running container whose allocated resources differ from those
+//! In-place resize (kuberuntime's `computePodResizeAction` and `doPodResizeAction`): a
+//! pod whose allocated pod-level resources differ from those its sandbox was last sized to
+//! is resized through `UpdatePodSandboxResources`; a running container whose allocated
+//! resources (its limits defaulted to the pod's, [`runtime::effective`]) differ from those
 //! it was last given (its *actuated* resources) is updated through
 //! `UpdateContainerResources`, or killed and started again when its `resizePolicy` says
 //! `RestartContainer` for a resource that changed.
@@ -8,12 +10,88 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
 
+use crate::pod_status::qos_class;
 use crate::podutil::all_containers;
 use crate::resource::{self, List};
 use crate::runtime;
 
-/// The resources each container was last given, by container ID.
-pub(crate) type Actuated = HashMap<String, ResourceRequirements>;
+/// What each container was last given, by container ID, and what the pod's sandbox was
+/// last sized to (`None` before the agent sized it).
+#[derive(Debug, Default)]
+pub(crate) struct Actuated {
+    pub(crate) containers: HashMap<String, ResourceRequirements>,
+    pub(crate) pod: Option<Option<ResourceRequirements>>,
+}
+
+/// A resource list's CPU or memory amount (0 when absent).
+fn amount(r: &ResourceRequirements, limit: bool, name: &str) -> i64 {
+    let list: Option<&List> = if limit {
+        r.limits.as_ref()
+    } else {
+        r.requests.as_ref()
+    };
+    list.and_then(|l| l.get(name))
+        .map_or(0, |q| resource::amount_of(name, q))
+}
+
+/// Whether `name`'s request or limit differs between `a` and `b` (`Quantity.Equal`).
+fn changed(a: &ResourceRequirements, b: &ResourceRequirements, name: &str) -> bool {
+    [false, true]
+        .into_iter()
+        .any(|limit| amount(a, limit, name) != amount(b, limit, name))
+}
+
+/// The pod-level resources, absent read as empty.
+fn pod_level(pod: &Pod) -> ResourceRequirements {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.resources.clone())
+        .unwrap_or_default()
+}
+
+/// Whether the pod's sandbox is sized to other pod-level CPU or memory than allocated
+/// (`isPodLevelResourcesResizeInProgress`); a pod the agent has not sized is not.
+fn pod_level_in_progress(pod: &Pod, actuated: &Actuated) -> bool {
+    let Some(had) = &actuated.pod else {
+        return false;
+    };
+    let want = pod.spec.as_ref().and_then(|s| s.resources.as_ref());
+    want.is_some() && {
+        let had = had.clone().unwrap_or_default();
+        ["cpu", "memory"]
+            .into_iter()
+            .any(|name| changed(&pod_level(pod), &had, name))
+    }
+}
+
+/// Records the pod-level resources a new sandbox was sized to.
+pub(super) fn sandbox_sized(pod: &Pod, actuated: &mut Actuated) {
+    actuated.pod = Some(pod.spec.as_ref().and_then(|s| s.resources.clone()));
+}
+
+/// `computePodLevelResourcesResizeAction` + the pod cgroup update of `doPodResizeAction`:
+/// sizes the pod's sandbox to its allocated pod-level resources if they changed; true if
+/// the runtime was called.
+pub(super) async fn resize_pod(
+    runtime: &runtime::Runtime,
+    actuated: &mut Actuated,
+    pod: &Pod,
+    sandbox_id: &str,
+) -> runtime::Result<bool> {
+    if actuated.pod.is_none() {
+        // Sized before the agent started: as allocated.
+        sandbox_sized(pod, actuated);
+    }
+    if !pod_level_in_progress(pod, actuated) {
+        return Ok(false);
+    }
+    let config = runtime::PodConfig::of(pod, &qos_class(pod));
+    runtime
+        .update_pod_sandbox_resources(sandbox_id, config.linux())
+        .await?;
+    sandbox_sized(pod, actuated);
+    Ok(true)
+}
 
 /// What a resize asks of one running container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,69 +107,48 @@ pub(super) fn restart_message(name: &str) -> String {
     format!("Container {name} resize requires restart")
 }
 
-/// The resources `running` runs with: as last actuated, or (a container from before the
-/// agent started) as allocated; `None` is none at all.
-fn actuated_of<'a>(
-    actuated: &'a Actuated,
+/// Whether `running` runs with other CPU or memory than `spec` is allocated in `pod`; a
+/// container from before the agent started runs as allocated.
+fn container_changed(
+    pod: &Pod,
+    spec: &Container,
     running: &runtime::Container,
-    spec: &'a Container,
-) -> Option<&'a ResourceRequirements> {
-    actuated.get(&running.id).or(spec.resources.as_ref())
+    actuated: &Actuated,
+) -> Option<(ResourceRequirements, Vec<&'static str>)> {
+    let want = runtime::effective(pod, spec);
+    let have = actuated.containers.get(&running.id).unwrap_or(&want);
+    let names: Vec<&str> = ["cpu", "memory"]
+        .into_iter()
+        .filter(|name| changed(&want, have, name))
+        .collect();
+    (!names.is_empty()).then_some((want, names))
 }
 
-/// Whether two resource requirements differ, an absent one reading as empty.
-fn differ(a: Option<&ResourceRequirements>, b: Option<&ResourceRequirements>) -> bool {
-    let none = ResourceRequirements::default();
-    a.unwrap_or(&none) != b.unwrap_or(&none)
-}
-
-/// Whether the pod has a running container whose resources are not yet what its
-/// allocation says (`PodResizeInProgress`).
+/// Whether the pod has a running container, or a sandbox, whose resources are not yet what
+/// its allocation says (`IsPodResizeInProgress`).
 pub(crate) fn in_progress(pod: &Pod, rt: &runtime::PodStatus, actuated: &Actuated) -> bool {
-    all_containers(pod).any(|c| {
-        rt.latest(&c.name)
-            .filter(|l| l.state == runtime::ContainerState::Running)
-            .is_some_and(|l| differ(actuated_of(actuated, l, c), c.resources.as_ref()))
-    })
+    pod_level_in_progress(pod, actuated)
+        || all_containers(pod).any(|c| {
+            rt.latest(&c.name)
+                .filter(|l| l.state == runtime::ContainerState::Running)
+                .is_some_and(|l| container_changed(pod, c, l, actuated).is_some())
+        })
 }
 
-/// What the resize of `spec` (running as `running`) needs, if anything.
+/// What the resize of `spec` of `pod` (running as `running`) needs, if anything.
 pub(super) fn action(
+    pod: &Pod,
     spec: &Container,
     running: &runtime::Container,
     actuated: &Actuated,
 ) -> Option<Action> {
-    let (want, have) = (
-        spec.resources.as_ref(),
-        actuated_of(actuated, running, spec),
-    );
-    if !differ(want, have) {
-        return None;
-    }
-    let none = ResourceRequirements::default();
-    let (want, have) = (want.unwrap_or(&none), have.unwrap_or(&none));
-    let amount = |r: &ResourceRequirements, limit: bool, name: &str| {
-        let list: Option<&List> = if limit {
-            r.limits.as_ref()
-        } else {
-            r.requests.as_ref()
-        };
-        list.and_then(|l| l.get(name))
-            .map_or(0, |q| resource::amount_of(name, q))
-    };
-    let changed = |name: &str| {
-        [false, true]
-            .into_iter()
-            .any(|limit| amount(want, limit, name) != amount(have, limit, name))
-    };
+    let (_, names) = container_changed(pod, spec, running, actuated)?;
     // `determineContainerResize`: a resource without a policy does not need a restart.
-    let restart = ["cpu", "memory"].into_iter().any(|name| {
-        changed(name)
-            && spec
-                .resize_policy
-                .iter()
-                .flatten()
-                .any(|p| p.resource_name == name && p.restart_policy == "RestartContainer")
+    let restart = names.into_iter().any(|name| {
+        spec.resize_policy
+            .iter()
+            .flatten()
+            .any(|p| p.resource_name == name && p.restart_policy == "RestartContainer")
     });
     Some(if restart {
         Action::Restart
@@ -100,20 +157,18 @@ pub(super) fn action(
     })
 }
 
-/// Applies the allocated resources of `spec` to `running` in place.
+/// Applies the allocated resources of `spec` of `pod` to `running` in place.
 pub(super) async fn update(
     runtime: &runtime::Runtime,
     actuated: &mut Actuated,
+    pod: &Pod,
     spec: &Container,
     running: &runtime::Container,
 ) -> runtime::Result<()> {
+    let want = runtime::effective(pod, spec);
     runtime
-        .update_container_resources(
-            &running.id,
-            runtime::linux_resources(spec.resources.as_ref()),
-        )
+        .update_container_resources(&running.id, runtime::linux_resources(Some(&want)))
         .await?;
-    let want = spec.resources.clone().unwrap_or_default();
-    actuated.insert(running.id.clone(), want);
+    actuated.containers.insert(running.id.clone(), want);
     Ok(())
 }

@@ -265,8 +265,8 @@ pub(super) async fn start(
     {
         Ok(id) => {
             state.runtime.touch_container(&id, &sandbox.id);
-            let resources = container.resources.clone().unwrap_or_default();
-            state.actuated.insert(id.clone(), resources);
+            let resources = runtime::effective(pod, container);
+            state.actuated.containers.insert(id.clone(), resources);
             ctx.events.pod(
                 pod,
                 Some(&container.name),

@@ -13,23 +13,26 @@ use crate::status::{Error, Result};
 
 /// `ComputePodQOS`: only cpu and memory count, zero quantities are ignored, and a pod is
 /// `Guaranteed` when every container limits both and the pod's summed requests equal its
-/// summed limits. A resource value that is not a quantity is a 400, as upstream's decoder
+/// summed limits; a pod with pod-level resources is judged by those alone. A resource value that is not a quantity is a 400, as upstream's decoder
 /// rejects it.
 pub(crate) fn qos_class(spec: &Map<String, Value>) -> Result<&'static str> {
     let mut requests: BTreeMap<&'static str, Quantity> = BTreeMap::new();
     let mut limits: BTreeMap<&'static str, Quantity> = BTreeMap::new();
     let mut guaranteed = true;
-    let containers = ["containers", "initContainers"]
-        .into_iter()
-        .filter_map(|list| spec.get(list).and_then(Value::as_array))
-        .flatten();
-    for c in containers {
+    // Pod-level resources, where the pod has them, decide alone (`PodLevelResources`).
+    let owners: Vec<&Value> = match spec.get("resources").filter(|r| r.is_object()) {
+        Some(pod_level) => vec![pod_level],
+        None => ["containers", "initContainers"]
+            .into_iter()
+            .filter_map(|list| spec.get(list).and_then(Value::as_array))
+            .flatten()
+            .map(|c| c.get("resources").unwrap_or(&Value::Null))
+            .collect(),
+    };
+    for resources in owners {
         let add = |kind: &str, sums: &mut BTreeMap<&'static str, Quantity>| {
             let mut found = Vec::new();
-            let Some(list) = c
-                .pointer(&format!("/resources/{kind}"))
-                .and_then(Value::as_object)
-            else {
+            let Some(list) = resources.get(kind).and_then(Value::as_object) else {
                 return Ok(found);
             };
             for (name, value) in list {
@@ -256,6 +259,23 @@ mod tests {
         let (class, resources) = qos(c(json!({"limits": {"cpu": "1", "memory": "64Mi"}}))).unwrap();
         assert_eq!(class, "Guaranteed");
         assert_eq!(resources["requests"], json!({"cpu": "1", "memory": "64Mi"}));
+        // Pod-level resources decide alone.
+        let pod_level = |resources: Value| {
+            let mut p = pod();
+            p["spec"]["resources"] = resources;
+            prepare_for_create(&PODS, p, "ns", &Writer::storage(), Version::NEWEST)
+                .map(|p| p["status"]["qosClass"].clone())
+                .map_err(|e| e.code())
+        };
+        let both = json!({"cpu": "1", "memory": "1Gi"});
+        assert_eq!(
+            pod_level(json!({"requests": both, "limits": both})),
+            Ok(json!("Guaranteed"))
+        );
+        assert_eq!(
+            pod_level(json!({"requests": {"cpu": "1"}})),
+            Ok(json!("Burstable"))
+        );
         // Not a quantity: the decoder's 400.
         assert_eq!(qos(c(json!({"limits": {"cpu": "lots"}}))), Err(400));
     }

@@ -1,6 +1,6 @@
 //! `ValidatePodResize`: what a write through `pods/resize` may change. The strategy has
 //! already kept everything of the stored pod but its containers' resources and resize
-//! policies (and the pod-level resources); these checks refuse the rest as upstream does.
+//! policies and the pod-level resources; these checks refuse the rest as upstream does.
 
 use serde_json::{Map, Value};
 
@@ -96,6 +96,8 @@ pub(super) fn resize(old: &Value, new: &Value) -> Vec<FieldError> {
             }
         }
     }
+    out.extend(pod_level(old_spec, new_spec));
+    // The pod-level resources were checked on their own.
     if let (Some(m), Some(o)) = (masked.as_object_mut(), old_spec.as_object()) {
         match o.get("resources") {
             Some(r) => m.insert("resources".into(), r.clone()),
@@ -106,6 +108,55 @@ pub(super) fn resize(old: &Value, new: &Value) -> Vec<FieldError> {
         out.push(FieldError::forbidden(
             "spec",
             "only cpu and memory resources are mutable",
+        ));
+    }
+    out
+}
+
+/// `validatePodLevelResourcesResize` (`InPlacePodLevelResourcesVerticalScaling`, beta and
+/// on in 1.36), for a pod with pod-level resources before or after: they may be added but
+/// not removed, nor may their requests or limits; only cpu and memory may change.
+fn pod_level(old_spec: &Value, new_spec: &Value) -> Vec<FieldError> {
+    let is_set = |spec: &Value| {
+        ["requests", "limits"].into_iter().any(|part| {
+            spec.pointer(&format!("/resources/{part}"))
+                .and_then(Value::as_object)
+                .is_some_and(|m| !m.is_empty())
+        })
+    };
+    if !is_set(old_spec) && !is_set(new_spec) {
+        return Vec::new();
+    }
+    let (was, now) = (old_spec.get("resources"), new_spec.get("resources"));
+    if was.is_some() && now.is_none() {
+        return vec![FieldError::forbidden(
+            "spec.resources",
+            "pod-level resources cannot be removed",
+        )];
+    }
+    let mut out = Vec::new();
+    if was.is_some() {
+        for (part, what) in [("requests", "requests"), ("limits", "limits")] {
+            if removed(
+                old_spec.pointer(&format!("/resources/{part}")),
+                new_spec.pointer(&format!("/resources/{part}")),
+            ) {
+                out.push(FieldError::forbidden(
+                    format!("spec.resources.{part}"),
+                    format!("pod-level resource {what} cannot be removed"),
+                ));
+            }
+        }
+    }
+    // `dropCPUMemoryResourceRequirementsUpdates`: the spec shaped like a container, its
+    // `resources` with the old cpu and memory.
+    let mut masked = serde_json::json!({"resources": now.cloned().unwrap_or(Value::Null)});
+    keep_cpu_memory_of(&mut masked, old_spec);
+    let was_only = serde_json::json!({"resources": was.cloned().unwrap_or(Value::Null)});
+    if !json_eq(&masked, &was_only) {
+        out.push(FieldError::forbidden(
+            "spec",
+            "only cpu and memory resources are mutable at pod-level",
         ));
     }
     out
@@ -297,6 +348,39 @@ mod tests {
             [
                 "spec.containers[0].name: Forbidden: containers may not be renamed or reordered on resize"
             ]
+        );
+    }
+
+    #[test]
+    fn pod_level_resources_may_be_added_and_changed_but_not_removed() {
+        let with = |resources: Value| {
+            let mut p = pod("20m");
+            p["spec"]["resources"] = resources;
+            p
+        };
+        // Requests equal to limits keep the pod Guaranteed.
+        let both = |c: &str| {
+            with(
+                json!({"requests": {"cpu": c, "memory": "1Gi"}, "limits": {"cpu": c, "memory": "1Gi"}}),
+            )
+        };
+        assert!(messages(&both("100m"), &both("150m")).is_empty());
+        assert!(messages(&pod("20m"), &both("150m")).is_empty(), "added");
+        assert_eq!(
+            messages(&both("100m"), &pod("20m")),
+            ["spec.resources: Forbidden: pod-level resources cannot be removed"]
+        );
+        let no_limits = with(json!({"requests": {"cpu": "100m", "memory": "1Gi"}}));
+        let got = messages(&both("100m"), &no_limits);
+        let removed =
+            "spec.resources.limits: Forbidden: pod-level resource limits cannot be removed";
+        assert!(got.contains(&removed.to_owned()), "{got:?}");
+        let mut huge = both("100m");
+        huge["spec"]["resources"]["requests"]["hugepages-2Mi"] = "2Mi".into();
+        huge["spec"]["resources"]["limits"]["hugepages-2Mi"] = "2Mi".into();
+        assert_eq!(
+            messages(&both("100m"), &huge),
+            ["spec: Forbidden: only cpu and memory resources are mutable at pod-level"]
         );
     }
 }

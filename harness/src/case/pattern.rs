@@ -150,6 +150,13 @@ pub struct PodPattern {
     /// `PodResizeInProgress` once it is done).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub absent_conditions: Vec<String>,
+    /// `status.resources` equals: the pod's own requests and limits as the node agent
+    /// reports them (from 1.36, `InPlacePodLevelResourcesVerticalScaling`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourcesPattern>,
+    /// `status.allocatedResources` equals: the pod's requests the node agent admitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocated_resources: Option<BTreeMap<String, String>>,
     /// App container statuses by container name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub containers: BTreeMap<String, ContainerPattern>,
@@ -202,6 +209,8 @@ impl PodPattern {
             || !self.conditions.is_empty()
             || !self.absent_conditions.is_empty()
             || !self.transition_order.is_empty()
+            || self.resources.is_some()
+            || self.allocated_resources.is_some()
             || !self.containers.is_empty()
             || !self.init_containers.is_empty()
             || !self.images.is_empty()

@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{ContainerState, ContainerStatus, Pod};
+use k8s_openapi::api::core::v1::{ContainerState, ContainerStatus, Pod, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use crate::case::pattern::{HostIp, LastStatePattern};
+use crate::case::pattern::{HostIp, LastStatePattern, ResourcesPattern};
 use crate::case::{ConditionPattern, ContainerPattern, ContainerStateKind, PodPattern};
 
 use super::timeline::State;
@@ -169,6 +169,17 @@ pub fn pod_mismatch(pattern: &PodPattern, pod: &Pod) -> Option<String> {
         if present {
             return Some(format!("condition {type_} is present, expected absent"));
         }
+    }
+    if let Some(want) = &pattern.resources
+        && let Some(m) = resources_mismatch(want, status.and_then(|s| s.resources.as_ref()))
+    {
+        return Some(format!("pod {m}"));
+    }
+    if let Some(want) = &pattern.allocated_resources
+        && let Some(m) =
+            resource_list_mismatch(want, status.and_then(|s| s.allocated_resources.as_ref()))
+    {
+        return Some(format!("pod allocatedResources: {m}"));
     }
     for (list, map, label) in [
         (
@@ -491,20 +502,10 @@ fn container_mismatch(cp: &ContainerPattern, cs: &ContainerStatus) -> Option<Str
     {
         return Some(format!("lastState: {m}"));
     }
-    if let Some(want) = &cp.resources {
-        let seen = cs.resources.as_ref();
-        for (field, want, seen) in [
-            (
-                "requests",
-                &want.requests,
-                seen.and_then(|r| r.requests.as_ref()),
-            ),
-            ("limits", &want.limits, seen.and_then(|r| r.limits.as_ref())),
-        ] {
-            if let Some(m) = resource_list_mismatch(want, seen) {
-                return Some(format!("resources.{field}: {m}"));
-            }
-        }
+    if let Some(want) = &cp.resources
+        && let Some(m) = resources_mismatch(want, cs.resources.as_ref())
+    {
+        return Some(m);
     }
     if let Some(want) = &cp.allocated_resources
         && let Some(m) = resource_list_mismatch(want, cs.allocated_resources.as_ref())
@@ -543,6 +544,25 @@ fn transition_order_mismatch(
         previous = Some((type_, &at.0));
     }
     None
+}
+
+/// Requests and limits against the expected ones.
+fn resources_mismatch(
+    want: &ResourcesPattern,
+    seen: Option<&ResourceRequirements>,
+) -> Option<String> {
+    [
+        (
+            "requests",
+            &want.requests,
+            seen.and_then(|r| r.requests.as_ref()),
+        ),
+        ("limits", &want.limits, seen.and_then(|r| r.limits.as_ref())),
+    ]
+    .into_iter()
+    .find_map(|(field, want, seen)| {
+        resource_list_mismatch(want, seen).map(|m| format!("resources.{field}: {m}"))
+    })
 }
 
 /// A resource list against the expected one, quantities compared as written.

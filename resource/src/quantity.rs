@@ -1,6 +1,7 @@
 //! Resource quantities (`resource.Quantity`): parsed exactly enough to compare them, as
-//! the pod QoS class needs (`1` equals `1000m`, `1Gi` equals `1073741824`), and written in
-//! upstream's canonical form (`1000m` is stored as `1`, `1024Ki` as `1Mi`).
+//! the pod QoS class needs (`1` equals `1000m`, `1Gi` equals `1073741824`), added up with
+//! their format, and written in upstream's canonical form (`1000m` is stored as `1`,
+//! `1024Ki` as `1Mi`).
 
 use std::cmp::Ordering;
 
@@ -16,37 +17,14 @@ pub struct Quantity(i128);
 impl Quantity {
     /// Zero.
     pub const ZERO: Quantity = Quantity(0);
+    /// One unit.
+    pub const ONE: Quantity = Quantity(1_000_000_000);
 
     /// Parses `<sign>?<digits>[.<digits>]<suffix>` with a binary (`Ki`…`Ei`), decimal
     /// (`n`, `u`, `m`, `k`, `M`…`E`) or exponent (`e3`, `E-2`) suffix; `None` when `s` is
     /// not a quantity.
     pub fn parse(s: &str) -> Option<Quantity> {
-        let Spelling {
-            negative,
-            whole,
-            fraction,
-            pow10,
-            pow2,
-            ..
-        } = Spelling::split(s)?;
-        // The digits as one integer, scaled to nano-units: value = digits × 10^(exp).
-        let mut value: i128 = 0;
-        for b in whole.bytes().chain(fraction.bytes()) {
-            value = value
-                .saturating_mul(10)
-                .saturating_add(i128::from(b - b'0'));
-        }
-        let exp = 9i32
-            .saturating_add(pow10)
-            .saturating_sub(i32::try_from(fraction.len()).ok()?);
-        if exp >= 0 {
-            value = value.saturating_mul(10i128.saturating_pow(exp as u32));
-        } else {
-            let divisor = 10i128.checked_pow(exp.unsigned_abs()).unwrap_or(i128::MAX);
-            value = value / divisor + i128::from(value % divisor != 0);
-        }
-        value = value.saturating_mul(1i128 << pow2);
-        Some(Quantity(if negative { -value } else { value }))
+        Exact::parse(s).map(Exact::quantity)
     }
 
     /// Whether the quantity is above zero.
@@ -145,16 +123,20 @@ impl<'a> Spelling<'a> {
     }
 }
 
-/// A quantity's exact value, `mantissa × 10^exponent`, and its format.
+/// A quantity as `resource.Quantity` holds one: its exact value, `mantissa × 10^exponent`,
+/// and the format it is written back in. Sums keep the format of their first term, as
+/// upstream's `Add` does (`64Mi` + `1G` is written in binary).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Exact {
+pub struct Exact {
     mantissa: i128,
     exponent: i32,
     format: Format,
 }
 
 impl Exact {
-    fn parse(s: &str) -> Option<Exact> {
+    /// Parses `s` as [`Quantity::parse`] does, keeping its format; below a nano-unit it
+    /// rounds up.
+    pub fn parse(s: &str) -> Option<Exact> {
         let Spelling {
             negative,
             whole,
@@ -191,8 +173,33 @@ impl Exact {
         }
     }
 
+    /// A whole number of milli-units, in decimal (`resource.NewMilliQuantity(m, DecimalSI)`).
+    pub fn from_milli(milli: i64) -> Exact {
+        Exact {
+            mantissa: i128::from(milli),
+            exponent: -3,
+            format: Format::DecimalSi,
+        }
+    }
+
+    /// A whole number of units in binary (`resource.NewQuantity(v, BinarySI)`: bytes).
+    pub fn from_bytes(bytes: i64) -> Exact {
+        Exact {
+            mantissa: i128::from(bytes),
+            exponent: 0,
+            format: Format::BinarySi,
+        }
+    }
+
+    /// The value, to compare quantities.
+    pub fn quantity(self) -> Quantity {
+        // `parse` and the constructors keep `exponent >= -9`.
+        let shift = u32::try_from(self.exponent + 9).unwrap_or(0);
+        Quantity(self.mantissa.saturating_mul(10i128.saturating_pow(shift)))
+    }
+
     /// `CanonicalizeBytes`: the shortest exact spelling in the quantity's format.
-    fn canonical(self) -> String {
+    pub fn canonical(self) -> String {
         if self.mantissa == 0 {
             return "0".into();
         }
@@ -243,6 +250,24 @@ impl Exact {
             (_, e) => format!("e{e}"),
         };
         format!("{m}{suffix}")
+    }
+}
+
+/// The sum, in the first quantity's format (saturating far beyond any node's resources).
+impl std::ops::Add for Exact {
+    type Output = Exact;
+
+    fn add(self, other: Exact) -> Exact {
+        let exponent = self.exponent.min(other.exponent);
+        let scaled = |q: Exact| {
+            let shift = u32::try_from(q.exponent - exponent).unwrap_or(u32::MAX);
+            q.mantissa.saturating_mul(10i128.saturating_pow(shift))
+        };
+        Exact {
+            mantissa: scaled(self).saturating_add(scaled(other)),
+            exponent,
+            format: self.format,
+        }
     }
 }
 
@@ -323,5 +348,20 @@ mod tests {
         assert_eq!(canonical_milli("0.1m").as_deref(), Some("1m"));
         assert_eq!(canonical_milli("1.0001").as_deref(), Some("1001m"));
         assert_eq!(canonical("x"), None);
+    }
+
+    #[test]
+    fn sums_keep_the_first_terms_format() {
+        let e = |s: &str| Exact::parse(s).unwrap();
+        assert_eq!((e("64Mi") + e("64Mi")).canonical(), "128Mi");
+        assert_eq!((e("100m") + e("0.2")).canonical(), "300m");
+        assert_eq!((e("100M") + e("28Mi")).canonical(), "129360128");
+        assert_eq!((e("1Gi") + e("1k")).canonical(), "1073742824");
+        assert_eq!((e("500m") + e("500m")).canonical(), "1");
+        assert_eq!((e("1e3") + e("2e3")).canonical(), "3e3");
+        assert_eq!((e("1.5") + e("1n")).quantity(), q("1500000001n"));
+        assert_eq!(Exact::from_milli(1500).canonical(), "1500m");
+        assert_eq!(Exact::from_bytes(134_217_728).canonical(), "128Mi");
+        assert_eq!(Exact::from_bytes(1000).canonical(), "1k");
     }
 }
