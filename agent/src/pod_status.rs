@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{
 
 use crate::active_deadline;
 use crate::podutil::{
-    app_containers, init_containers, is_restartable_init_container, restart_policy,
+    app_containers, container_should_restart, init_containers, is_restartable_init_container,
 };
 use crate::runtime::{self, ContainerState as RtState};
 
@@ -151,11 +151,7 @@ pub fn should_restart(container: &Container, pod: &Pod, rt: &runtime::PodStatus)
         RtState::Unknown | RtState::Created => true,
         // A sidecar runs for as long as the pod does, whatever the pod's policy.
         RtState::Exited if is_restartable_init_container(container) => true,
-        RtState::Exited => match restart_policy(pod) {
-            "Never" => false,
-            "OnFailure" => status.exit_code != 0,
-            _ => true,
-        },
+        RtState::Exited => container_should_restart(container, pod, status.exit_code),
     }
 }
 

@@ -149,6 +149,17 @@ impl Error {
         )
     }
 
+    /// `field.TooMany`: a list of `actual` items where at most `max` may be.
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> Self {
+        let unit = if max == 1 { "item" } else { "items" };
+        Self::new(
+            Kind::TooMany,
+            field,
+            Some(Value::plain(actual)),
+            format!("must have at most {max} {unit}"),
+        )
+    }
+
     /// `field.Duplicate`.
     pub fn duplicate(field: impl Into<String>, value: Value) -> Self {
         Self::new(Kind::Duplicate, field, Some(value), "")

@@ -46,6 +46,18 @@ impl Version {
         self.minor >= 33
     }
 
+    /// Any container may set its own `restartPolicy` and `restartPolicyRules`
+    /// (`ContainerRestartRules`, beta and on from 1.35).
+    pub(crate) fn container_restart_rules(self) -> bool {
+        self.minor >= 35
+    }
+
+    /// A restart rule may restart all of the pod's containers (`RestartAllContainers`;
+    /// `RestartAllContainersOnContainerExits`, beta and on from 1.36).
+    pub(crate) fn restart_all_containers(self) -> bool {
+        self.minor >= 36
+    }
+
     /// Pods have the `resize` subresource, the only way to change their containers'
     /// resources in place (KEP-1287; beta, on by default, from 1.33).
     pub(crate) fn pods_resize(self) -> bool {

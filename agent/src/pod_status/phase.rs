@@ -1,4 +1,5 @@
-//! `getPhase`: the pod phase from the container statuses and the restart policy.
+//! `getPhase`: the pod phase from the container statuses and the restart policies (the
+//! pod's, and from 1.35 each container's own, `ContainerRestartRules`).
 
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 
@@ -45,6 +46,8 @@ pub fn get_phase(
 ) -> &'static str {
     let (mut pending_regular_init, mut pending_sidecars, mut failed_init) = (0, 0, 0);
     let (mut unknown, mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0, 0);
+    // Stopped containers that will not be started again (`ContainerShouldRestart`).
+    let mut stopped_for_good = 0;
     for c in init_containers(pod) {
         let status = init.iter().find(|s| s.name == c.name);
         if is_restartable_init_container(c) {
@@ -71,7 +74,11 @@ pub fn get_phase(
         }
         match count(status) {
             Counted::Stopped(0) => {}
-            Counted::Stopped(_) => failed_init += 1,
+            Counted::Stopped(code) => {
+                if !container_should_restart(c, pod, code) {
+                    failed_init += 1;
+                }
+            }
             Counted::Running | Counted::Waiting | Counted::Unknown => pending_regular_init += 1,
         }
     }
@@ -83,13 +90,15 @@ pub fn get_phase(
                 if code == 0 {
                     succeeded += 1;
                 }
+                if !container_should_restart(c, pod, code) {
+                    stopped_for_good += 1;
+                }
             }
             Counted::Waiting => waiting += 1,
             Counted::Unknown => unknown += 1,
         }
     }
-    let policy = restart_policy(pod);
-    if failed_init > 0 && policy == "Never" {
+    if failed_init > 0 {
         return FAILED;
     }
     if pending_regular_init > 0 || (pending_sidecars > 0 && !initialized) || waiting > 0 {
@@ -106,16 +115,15 @@ pub fn get_phase(
                 FAILED
             };
         }
-        if policy == "Always" {
+        // Some container is about to be started again.
+        if stopped != stopped_for_good {
             return RUNNING;
         }
-        if stopped == succeeded {
-            return SUCCEEDED;
-        }
-        if policy == "Never" {
-            return FAILED;
-        }
-        return RUNNING;
+        return if stopped == succeeded {
+            SUCCEEDED
+        } else {
+            FAILED
+        };
     }
     PENDING
 }

@@ -113,7 +113,7 @@ pub(super) async fn converge(
             ..InitActions::default()
         }
     } else {
-        init_containers::compute(pod, rt, restart_policy(pod) != "Never", |name| {
+        init_containers::compute(pod, rt, |name| {
             probes.get(name).is_none_or(|&(_, started)| started)
         })
     };

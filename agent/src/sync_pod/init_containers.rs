@@ -9,7 +9,10 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::podutil::{app_containers, init_containers, is_restartable_init_container};
+use crate::podutil::{
+    app_containers, container_should_restart, init_containers, is_restartable_init_container,
+    restart_policy,
+};
 use crate::runtime::{self, ContainerState, container_hash};
 
 /// What to do with the init containers in this sync.
@@ -33,7 +36,6 @@ pub(super) struct InitActions {
 pub(super) fn compute(
     pod: &Pod,
     rt: &runtime::PodStatus,
-    restart_on_failure: bool,
     started: impl Fn(&str) -> bool,
 ) -> InitActions {
     let inits = init_containers(pod);
@@ -81,7 +83,7 @@ pub(super) fn compute(
             ContainerState::Running => {}
             ContainerState::Exited if sidecar => actions.start.push(i),
             ContainerState::Exited if latest.exit_code != 0 => {
-                if !restart_on_failure {
+                if !container_should_restart(c, pod, latest.exit_code) {
                     return InitActions {
                         failed: true,
                         ..InitActions::default()
@@ -97,7 +99,9 @@ pub(super) fn compute(
                 }
             }
             ContainerState::Unknown => {
-                if !sidecar && !restart_on_failure {
+                // No exit code for the rules: the container's own policy, else the pod's.
+                let policy = c.restart_policy.as_deref().unwrap_or(restart_policy(pod));
+                if !sidecar && policy == "Never" {
                     return InitActions {
                         failed: true,
                         ..InitActions::default()
@@ -171,7 +175,7 @@ mod tests {
 
     #[test]
     fn first_init_container_starts_first() {
-        let a = compute(&pod(&["a", "+s"]), &rt(&[]), true, |_| true);
+        let a = compute(&pod(&["a", "+s"]), &rt(&[]), |_| true);
         assert_eq!(a.start, [0]);
         assert!(!a.initialized);
     }
@@ -179,19 +183,9 @@ mod tests {
     #[test]
     fn a_started_sidecar_lets_the_next_one_start_and_keeps_running() {
         let p = pod(&["a", "+s", "b"]);
-        let a = compute(
-            &p,
-            &rt(&[("s", Running, 0), ("a", Exited, 0)]),
-            true,
-            |_| true,
-        );
+        let a = compute(&p, &rt(&[("s", Running, 0), ("a", Exited, 0)]), |_| true);
         assert_eq!(a.start, [2]);
-        let waiting = compute(
-            &p,
-            &rt(&[("s", Running, 0), ("a", Exited, 0)]),
-            true,
-            |_| false,
-        );
+        let waiting = compute(&p, &rt(&[("s", Running, 0), ("a", Exited, 0)]), |_| false);
         assert_eq!(
             waiting.start,
             Vec::<usize>::new(),
@@ -200,7 +194,6 @@ mod tests {
         let done = compute(
             &p,
             &rt(&[("b", Exited, 0), ("s", Running, 0), ("a", Exited, 0)]),
-            true,
             |_| true,
         );
         assert_eq!(
@@ -215,12 +208,7 @@ mod tests {
     #[test]
     fn an_exited_sidecar_restarts_even_after_initialization() {
         let p = pod(&["+s"]);
-        let a = compute(
-            &p,
-            &rt(&[("app", Running, 0), ("s", Exited, 0)]),
-            false,
-            |_| true,
-        );
+        let a = compute(&p, &rt(&[("app", Running, 0), ("s", Exited, 0)]), |_| true);
         assert_eq!(
             a,
             InitActions {
@@ -242,9 +230,9 @@ mod tests {
         let running = with_image("busybox:1.36");
         let mut state = rt(&[("app", Running, 0), ("a", Exited, 0), ("s", Running, 0)]);
         state.containers[2].hash = Some(container_hash(&init_containers(&running)[0]));
-        let same = compute(&running, &state, true, |_| true);
+        let same = compute(&running, &state, |_| true);
         assert_eq!(same.changed, Vec::<usize>::new());
-        let a = compute(&with_image("busybox:1.37"), &state, true, |_| true);
+        let a = compute(&with_image("busybox:1.37"), &state, |_| true);
         assert_eq!((a.changed, a.start), (vec![0], vec![0]));
     }
 
@@ -252,7 +240,26 @@ mod tests {
     fn a_failed_init_container_ends_a_pod_that_does_not_restart_it() {
         let p = pod(&["+s", "a"]);
         let state = rt(&[("a", Exited, 1), ("s", Running, 0)]);
-        assert!(compute(&p, &state, false, |_| true).failed);
-        assert_eq!(compute(&p, &state, true, |_| true).start, [1]);
+        assert_eq!(
+            compute(&p, &state, |_| true).start,
+            [1],
+            "the pod restarts it"
+        );
+        let mut never = p.clone();
+        never.spec.as_mut().unwrap().restart_policy = Some("Never".into());
+        assert!(compute(&never, &state, |_| true).failed);
+        let own = never
+            .spec
+            .as_mut()
+            .unwrap()
+            .init_containers
+            .as_mut()
+            .unwrap();
+        own[1].restart_policy = Some("OnFailure".into());
+        assert_eq!(
+            compute(&never, &state, |_| true).start,
+            [1],
+            "its own policy restarts it"
+        );
     }
 }

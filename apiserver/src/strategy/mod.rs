@@ -230,7 +230,7 @@ pub fn prepare_for_create(
         obj["spec"] = json!({"finalizers": ["kubernetes"]});
         obj["status"] = json!({"phase": "Active"});
     }
-    validate::create(requested, &obj)?;
+    validate::create(requested, &obj, version)?;
     wire::encode(resource, &mut obj);
     Ok(obj)
 }
@@ -324,7 +324,7 @@ pub fn prepare_for_update(
     if std::ptr::eq(resource, &resources::PODS) && version.pods_have_generation() {
         pod::generation(old, &mut out, part);
     }
-    validate::update(resource, old, &out, part)?;
+    validate::update(resource, old, &out, part, version)?;
     wire::encode(resource, &mut out);
     Ok(out)
 }

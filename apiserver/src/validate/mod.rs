@@ -20,13 +20,14 @@ use crate::meta;
 use crate::resources::{self, Resource};
 use crate::status::{Error, Result};
 use crate::strategy::Part;
+use crate::version::Version;
 
 /// Validates an object about to be created through `requested` (defaults applied).
-pub fn create(requested: &Resource, obj: &Value) -> Result<()> {
+pub fn create(requested: &Resource, obj: &Value, version: Version) -> Result<()> {
     let resource = requested.storage();
     let mut errors = object_meta::create(resource, obj);
     if is(resource, &resources::PODS) {
-        errors.extend(pod::create(obj));
+        errors.extend(pod::create(obj, version));
     } else if is(resource, &resources::CONFIGMAPS) {
         errors.extend(config::config_map(obj));
     } else if is(resource, &resources::SECRETS) {
@@ -44,7 +45,13 @@ pub fn create(requested: &Resource, obj: &Value) -> Result<()> {
 
 /// Validates an update of `old` to `new` (defaults applied, server-owned fields restored);
 /// a status write is held to the metadata rules only, a resize to `ValidatePodResize`.
-pub fn update(resource: &Resource, old: &Value, new: &Value, part: Part) -> Result<()> {
+pub fn update(
+    resource: &Resource,
+    old: &Value,
+    new: &Value,
+    part: Part,
+    version: Version,
+) -> Result<()> {
     // `rest.BeforeUpdate` checks the metadata once and the strategy's `ValidateUpdate`
     // again: upstream lists each metadata error twice.
     let meta_errors = object_meta::update(old, new);
@@ -58,7 +65,7 @@ pub fn update(resource: &Resource, old: &Value, new: &Value, part: Part) -> Resu
             return finish(resource, new, errors);
         }
         Part::Resize => {
-            errors.extend(pod::create(new));
+            errors.extend(pod::create(new, version));
             errors.extend(pod_resize::resize(old, new));
             return finish(resource, new, errors);
         }

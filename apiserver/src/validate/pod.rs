@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::field::{Error as FieldError, Value as Bad};
+use crate::version::Version;
 
 use super::container::{container, restart_policy};
 use super::json::{list, one_of, str_of};
@@ -19,7 +20,7 @@ const DNS_POLICIES: [&str; 4] = ["ClusterFirstWithHostNet", "ClusterFirst", "Def
 pub(super) const UPDATABLE: &str = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
 
 /// The checks of a new pod.
-pub(super) fn create(pod: &Value) -> Vec<FieldError> {
+pub(super) fn create(pod: &Value, version: Version) -> Vec<FieldError> {
     let mut out = Vec::new();
     let spec = pod.get("spec").unwrap_or(&Value::Null);
     let volumes = volumes(spec, &mut out);
@@ -35,7 +36,7 @@ pub(super) fn create(pod: &Value) -> Vec<FieldError> {
         for (i, c) in containers.iter().enumerate() {
             let path = format!("{path}[{i}]");
             container(c, &path, &volumes, &mut out);
-            restart_policy(c, &path, key == "initContainers", &mut out);
+            restart_policy(c, &path, key == "initContainers", version, &mut out);
             let name = str_of(c, "name");
             if !name.is_empty() && !names.insert(name.to_owned()) {
                 out.push(FieldError::duplicate(
@@ -404,15 +405,15 @@ mod tests {
             pod(spec)
         };
         assert_eq!(
-            messages(create(&with(vec![]))),
+            messages(create_now(&with(vec![]))),
             ["spec.containers: Required value"]
         );
         assert_eq!(
-            messages(create(&with(vec![json!({"name": "c"})]))),
+            messages(create_now(&with(vec![json!({"name": "c"})]))),
             ["spec.containers[0].image: Required value"]
         );
         assert_eq!(
-            messages(create(&with(vec![
+            messages(create_now(&with(vec![
                 json!({"name": "x", "image": "i"}),
                 json!({"name": "x", "image": "i"})
             ]))),
@@ -421,15 +422,20 @@ mod tests {
         let mut bad = with(vec![json!({"name": "x", "image": "i"})]);
         bad["spec"]["restartPolicy"] = "Sometimes".into();
         assert_eq!(
-            messages(create(&bad)),
+            messages(create_now(&bad)),
             [
                 "spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\""
             ]
         );
     }
 
+    /// The checks of kube-apiserver 1.36.
+    fn create_now(pod: &Value) -> Vec<FieldError> {
+        create(pod, Version::NEWEST)
+    }
+
     #[test]
-    fn only_init_containers_restart_on_their_own_and_only_sidecars_have_probes() {
+    fn before_1_35_only_init_containers_restart_on_their_own_and_only_sidecars_have_probes() {
         let spec = json!({
             "restartPolicy": "Never",
             "dnsPolicy": "ClusterFirst",
@@ -445,11 +451,48 @@ mod tests {
             ],
         });
         assert_eq!(
-            messages(create(&pod(spec))),
+            messages(create(&pod(spec), Version::V1_28)),
             [
                 "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers",
                 "spec.initContainers[1].restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
                 "spec.initContainers[1].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always",
+            ]
+        );
+    }
+
+    #[test]
+    fn from_1_35_every_container_may_have_restart_rules() {
+        let rule = |action: &str, codes: Value| json!({"action": action, "exitCodes": codes});
+        let spec = json!({
+            "restartPolicy": "Never",
+            "dnsPolicy": "ClusterFirst",
+            "initContainers": [
+                {"name": "init", "image": "i", "terminationMessagePolicy": "File",
+                 "restartPolicy": "OnFailure"},
+                {"name": "ruled", "image": "i", "terminationMessagePolicy": "File",
+                 "restartPolicyRules": [rule("Restart", json!({"operator": "In", "values": [1]}))]},
+            ],
+            "containers": [
+                {"name": "app", "image": "i", "terminationMessagePolicy": "File",
+                 "restartPolicy": "Never",
+                 "restartPolicyRules": [
+                    rule("Restart", json!({"operator": "In", "values": [42]})),
+                    rule("RestartAllContainers", json!({"operator": "NotIn", "values": [0]})),
+                    rule("Retry", json!({"operator": "Some", "values": []})),
+                    json!({"action": "Restart"}),
+                 ]},
+                {"name": "app2", "image": "i", "terminationMessagePolicy": "File",
+                 "restartPolicy": "Sometimes"},
+            ],
+        });
+        assert_eq!(
+            messages(create_now(&pod(spec))),
+            [
+                "spec.containers[0].restartPolicyRules[2].action: Unsupported value: \"Retry\": supported values: \"Restart\", \"RestartAllContainers\"",
+                "spec.containers[0].restartPolicyRules[2].exitCodes.operator: Unsupported value: \"Some\": supported values: \"In\", \"NotIn\"",
+                "spec.containers[0].restartPolicyRules[3].exitCodes: Required value: must be specified",
+                "spec.containers[1].restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"Never\", \"OnFailure\"",
+                "spec.initContainers[1].restartPolicy: Required value: must specify restartPolicy when restart rules are used",
             ]
         );
     }
@@ -464,24 +507,28 @@ mod tests {
             }
             pod(spec)
         };
-        assert!(create(&spec(json!({"hostnameOverride": "override.example.host"}))).is_empty());
+        assert!(create_now(&spec(json!({"hostnameOverride": "override.example.host"}))).is_empty());
         assert_eq!(
-            messages(create(&spec(json!({"hostnameOverride": "override-host",
-                "setHostnameAsFQDN": true, "hostNetwork": true})))),
+            messages(create_now(&spec(
+                json!({"hostnameOverride": "override-host",
+                "setHostnameAsFQDN": true, "hostNetwork": true})
+            ))),
             [
                 "spec.hostnameOverride: Forbidden: may not be specified when setHostnameAsFQDN is true",
                 "spec.hostnameOverride: Forbidden: may not be specified when hostNetwork is true",
             ]
         );
         assert_eq!(
-            messages(create(&spec(json!({"hostnameOverride": "Not-RFC1123"})))),
+            messages(create_now(&spec(
+                json!({"hostnameOverride": "Not-RFC1123"})
+            ))),
             [
                 "spec.hostnameOverride: Invalid value: \"Not-RFC1123\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
             ]
         );
         let long = "a".repeat(65);
         assert_eq!(
-            messages(create(&spec(json!({"hostnameOverride": long})))),
+            messages(create_now(&spec(json!({"hostnameOverride": long})))),
             ["spec.hostnameOverride: Too long: may not be more than 64 bytes"]
         );
     }
