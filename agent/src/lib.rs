@@ -61,6 +61,7 @@ pub mod container_log;
 pub mod dns;
 pub mod env;
 pub mod events;
+pub mod handler;
 pub mod housekeeping;
 pub mod keyring;
 pub mod kubelet_server;

@@ -1,6 +1,7 @@
 //! The kubelet's lifecycle handler runner (`pkg/kubelet/lifecycle/handlers.go`):
 //! runs a container's `postStart` or `preStop` handler — `exec` through CRI
-//! `ExecSync` in the container, `httpGet` to the pod IP (or `host`) — and words
+//! `ExecSync` in the container, `httpGet` to the pod IP (or `host`, through
+//! [`crate::handler`], which probes share) — and words
 //! a failure as the kubelet does. What a failure does (kill, restart, events)
 //! is the caller's: `startContainer` and `killContainer` in [`crate::sync_pod`].
 //!
@@ -13,9 +14,8 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, HTTPGetAction, LifecycleHandler, Pod};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::handler::{HttpGet, Purpose};
 use crate::runtime::Runtime;
 
 /// A lifecycle handler that failed; the message is the kubelet's (`handlerRunner.Run`).
@@ -140,123 +140,19 @@ pub async fn run(
     Err(Error::Invalid { container, pod })
 }
 
-/// The port an `httpGet` names: a number, or the name of one of the container's ports.
-fn resolve_port(port: &IntOrString, container: &Container) -> Result<u16, String> {
-    let number = match port {
-        IntOrString::Int(n) => Some(i64::from(*n)),
-        IntOrString::String(s) if s.is_empty() => Some(80),
-        IntOrString::String(s) => s.parse::<i64>().ok().or_else(|| {
-            container
-                .ports
-                .iter()
-                .flatten()
-                .find(|p| p.name.as_deref() == Some(s.as_str()))
-                .map(|p| i64::from(p.container_port))
-        }),
-    };
-    number.and_then(|n| u16::try_from(n).ok()).ok_or_else(|| {
-        format!(
-            "couldn't find port: {port:?} in container {:?}",
-            container.name
-        )
-    })
-}
-
-/// One GET (`NewRequestForHTTPGetAction` + `Do`): any HTTP response is success,
-/// as for the kubelet's lifecycle handlers (only probes look at the status code).
-/// An `HTTPS` scheme is checked as far as the connection: this agent speaks no TLS here.
+/// One GET (`NewRequestForHTTPGetAction` + `Do`): any HTTP response is success, as for
+/// the kubelet's lifecycle handlers (only probes look at the status code); a redirect to
+/// another host is not followed.
 async fn http_get(target: Target<'_>, http: &HTTPGetAction) -> Result<(), String> {
-    let host = http
-        .host
-        .clone()
-        .filter(|h| !h.is_empty())
-        .or_else(|| target.pod_ip.map(str::to_owned))
-        .ok_or_else(|| "failed to find networking container: the pod has no IP".to_owned())?;
-    let port = resolve_port(&http.port, target.container)?;
-    let scheme = http
-        .scheme
-        .as_deref()
-        .unwrap_or("HTTP")
-        .to_ascii_lowercase();
-    let path = http.path.as_deref().unwrap_or_default();
-    let path = if path.starts_with('/') || path.is_empty() {
-        path.to_owned()
-    } else {
-        format!("/{path}")
-    };
-    let host_port = if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
-    let url = format!("{scheme}://{host_port}{path}");
-    let mut stream = tokio::net::TcpStream::connect((host.as_str(), port))
-        .await
-        .map_err(|e| format!("Get {url:?}: dial tcp {host_port}: {}", dial_error(&e)))?;
-    if scheme == "https" {
-        return Ok(());
-    }
-    let mut request = format!(
-        "GET {} HTTP/1.1\r\nHost: {host_port}\r\nUser-Agent: kube-lifecycle/1.28\r\nConnection: close\r\n",
-        if path.is_empty() { "/" } else { &path }
-    );
-    for h in http.http_headers.iter().flatten() {
-        request.push_str(&format!("{}: {}\r\n", h.name, h.value));
-    }
-    request.push_str("\r\n");
-    let mut head = [0u8; 12];
-    let exchange = async {
-        stream.write_all(request.as_bytes()).await?;
-        stream.read_exact(&mut head).await
-    };
-    exchange.await.map_err(|e| format!("Get {url:?}: {e}"))?;
-    if head.starts_with(b"HTTP/") {
-        Ok(())
-    } else {
-        Err(format!("Get {url:?}: malformed HTTP response"))
-    }
-}
-
-/// A connection error as Go's `net` package words the common ones.
-fn dial_error(error: &std::io::Error) -> String {
-    match error.kind() {
-        std::io::ErrorKind::ConnectionRefused => "connect: connection refused".into(),
-        std::io::ErrorKind::TimedOut => "i/o timeout".into(),
-        _ => error.to_string(),
-    }
+    let get = HttpGet::new(http, target.container, target.pod_ip)?;
+    get.send(Purpose::Lifecycle).await.map(|_| ())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use k8s_openapi::api::core::v1::ContainerPort;
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-    #[test]
-    fn ports_by_number_and_name() {
-        let container = Container {
-            name: "c".into(),
-            ports: Some(vec![ContainerPort {
-                name: Some("web".into()),
-                container_port: 8080,
-                ..Default::default()
-            }]),
-            ..Default::default()
-        };
-        assert_eq!(resolve_port(&IntOrString::Int(81), &container), Ok(81));
-        assert_eq!(
-            resolve_port(&IntOrString::String("82".into()), &container),
-            Ok(82)
-        );
-        assert_eq!(
-            resolve_port(&IntOrString::String("web".into()), &container),
-            Ok(8080)
-        );
-        assert_eq!(
-            resolve_port(&IntOrString::String(String::new()), &container),
-            Ok(80)
-        );
-        assert!(resolve_port(&IntOrString::String("nope".into()), &container).is_err());
-    }
+    use super::*;
 
     #[test]
     fn exec_failure_is_worded_like_the_kubelet() {

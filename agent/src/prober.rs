@@ -2,9 +2,10 @@
 //! and sidecars (the kubelet's `prober` workers and results managers).
 //!
 //! A pod worker owns one [`Prober`]. It tracks the running container of
-//! each name, runs the probes that are due (exec via CRI `ExecSync`,
-//! `tcpSocket`, `httpGet` and `grpc` (`grpc.health.v1.Health/Check`) by
-//! connecting to the pod IP), and turns consecutive results into a
+//! each name, runs the probes that are due (exec via CRI `ExecSync`;
+//! `tcpSocket`, `httpGet` and `grpc` (`grpc.health.v1.Health/Check`) to the
+//! pod IP through [`crate::handler`], which lifecycle hooks share), and turns
+//! consecutive results into a
 //! state with the probe's success and failure thresholds. Readiness starts
 //! `false`, liveness `true`, startup `false`; liveness and readiness wait for
 //! the startup probe to succeed. A failed liveness or startup probe asks the
@@ -13,10 +14,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Pod, Probe};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::api::core::v1::{Container, Pod, Probe};
 use tokio::time::Instant;
 
+use crate::handler;
 use crate::podutil;
 use crate::runtime::{self, ContainerState, Runtime};
 
@@ -99,6 +100,8 @@ fn secs(v: Option<i32>, default: u64) -> Duration {
 #[derive(Debug, Clone)]
 struct Tracked {
     id: String,
+    /// The container's name and ports, which probes name.
+    container: Container,
     startup: Option<ProbeState>,
     liveness: Option<ProbeState>,
     readiness: Option<ProbeState>,
@@ -189,6 +192,11 @@ impl Prober {
                     let started = started_instant(latest.started_at);
                     Tracked {
                         id: latest.id.clone(),
+                        container: Container {
+                            name: c.name.clone(),
+                            ports: c.ports.clone(),
+                            ..Default::default()
+                        },
                         startup: c
                             .startup_probe
                             .clone()
@@ -268,8 +276,9 @@ impl Prober {
         let now = Instant::now();
         let mut changed = false;
         let unhealthy = &mut self.unhealthy;
-        let mut run = async |name: &str, id: &str, kind: &str, spec: &Probe| {
-            let result = run_probe(runtime, id, spec, pod_ip).await;
+        let mut run = async |id: &str, container: &Container, kind: &str, spec: &Probe| {
+            let name = &container.name;
+            let result = run_probe(runtime, id, spec, container, pod_ip).await;
             if let Err(output) = &result {
                 unhealthy.push(Unhealthy {
                     container: name.to_owned(),
@@ -281,7 +290,7 @@ impl Prober {
         for (name, t) in self.tracked.iter_mut() {
             let was_started = t.started();
             if let Some(p) = t.startup.as_mut().filter(|p| !p.result && p.next <= now) {
-                let ok = run(name, &t.id, "Startup", &p.spec).await;
+                let ok = run(&t.id, &t.container, "Startup", &p.spec).await;
                 changed |= p.record(ok, now);
                 if p.failures >= p.spec.failure_threshold.unwrap_or(3).max(1) {
                     self.kills.push(Kill::new(name, &t.id, "startup", &p.spec));
@@ -308,14 +317,14 @@ impl Prober {
                 }
             }
             if let Some(p) = t.liveness.as_mut().filter(|p| p.next <= now) {
-                let ok = run(name, &t.id, "Liveness", &p.spec).await;
+                let ok = run(&t.id, &t.container, "Liveness", &p.spec).await;
                 changed |= p.record(ok, now);
                 if !p.result {
                     self.kills.push(Kill::new(name, &t.id, "liveness", &p.spec));
                 }
             }
             if let Some(p) = t.readiness.as_mut().filter(|p| p.next <= now) {
-                let ok = run(name, &t.id, "Readiness", &p.spec).await;
+                let ok = run(&t.id, &t.container, "Readiness", &p.spec).await;
                 changed |= p.record(ok, now);
             }
         }
@@ -332,19 +341,13 @@ fn started_instant(nanos: i64) -> Instant {
     }
 }
 
-fn port(p: &IntOrString) -> Option<u16> {
-    match p {
-        IntOrString::Int(i) => u16::try_from(*i).ok(),
-        IntOrString::String(s) => s.parse().ok(),
-    }
-}
-
-/// Runs one probe: `Err` with the output (or the error) the kubelet puts in
+/// Runs one probe of `container`: `Err` with the output (or the error) the kubelet puts in
 /// its `Unhealthy` event when it fails.
 async fn run_probe(
     runtime: &Runtime,
     container_id: &str,
     spec: &Probe,
+    container: &Container,
     pod_ip: Option<&str>,
 ) -> Result<(), String> {
     let timeout = secs(spec.timeout_seconds, 1).max(Duration::from_secs(1));
@@ -358,164 +361,39 @@ async fn run_probe(
             Err(error) => Err(error.short_message()),
         };
     }
-    let target = |p: &IntOrString, host: Option<&String>| {
-        let host = host.cloned().or_else(|| pod_ip.map(str::to_owned));
-        host.zip(port(p))
-            .ok_or_else(|| "no address to probe".to_owned())
-    };
+    let no_address = || "no address to probe".to_owned();
     if let Some(tcp) = &spec.tcp_socket {
-        let (host, port) = target(&tcp.port, tcp.host.as_ref())?;
-        return match tokio::time::timeout(
-            timeout,
-            tokio::net::TcpStream::connect((host.as_str(), port)),
-        )
-        .await
-        {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(error)) => Err(format!("dial tcp {host}:{port}: {error}")),
-            Err(_) => Err(format!("dial tcp {host}:{port}: i/o timeout")),
-        };
+        let host = tcp.host.as_deref().filter(|h| !h.is_empty()).or(pod_ip);
+        let port = handler::resolve_port(&tcp.port, container)?;
+        return handler::tcp_connect(host.ok_or_else(no_address)?, port, timeout).await;
     }
     if let Some(http) = &spec.http_get {
-        let (host, port) = target(&http.port, http.host.as_ref())?;
-        let path = http.path.clone().unwrap_or_else(|| "/".into());
-        return tokio::time::timeout(timeout, http_get(&host, port, &path))
-            .await
-            .unwrap_or_else(|_| {
-                Err(format!(
-                    "Get \"http://{host}:{port}{path}\": context deadline exceeded"
-                ))
-            });
+        let get = handler::HttpGet::new(http, container, pod_ip)?;
+        return match tokio::time::timeout(timeout, get.send(handler::Purpose::Probe)).await {
+            Err(_) => Err(format!(
+                "Get {:?}: context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
+                get.url()
+            )),
+            Ok(Err(error)) => Err(error),
+            // A redirect to another host is a success with a warning.
+            Ok(Ok(handler::Response::OtherHost(_))) => Ok(()),
+            Ok(Ok(handler::Response::Status(code))) if (200..400).contains(&code) => Ok(()),
+            Ok(Ok(handler::Response::Status(code))) => {
+                Err(format!("HTTP probe failed with statuscode: {code}"))
+            }
+        };
     }
     if let Some(grpc) = &spec.grpc {
-        let host = pod_ip.ok_or_else(|| "no address to probe".to_owned())?;
         let service = grpc.service.as_deref().unwrap_or_default();
-        return grpc_check(host, grpc.port, service, timeout).await;
+        return handler::grpc_check(pod_ip.ok_or_else(no_address)?, grpc.port, service, timeout)
+            .await;
     }
     Err("missing probe handler".to_owned())
-}
-
-/// The kubelet's gRPC prober (`pkg/probe/grpc`): `grpc.health.v1.Health/Check` of
-/// `service` at `host:port`, with its messages. Like its blocking dial, a refused
-/// connection is retried until `timeout`.
-async fn grpc_check(host: &str, port: i32, service: &str, timeout: Duration) -> Result<(), String> {
-    use tonic_health::pb::health_check_response::ServingStatus;
-    use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
-
-    let addr = format!("{host}:{port}");
-    let within = format!("{}s", timeout.as_secs());
-    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .map_err(|e| format!("error: failed to connect service at {addr:?}: {e}"))?;
-    let deadline = Instant::now() + timeout;
-    let channel = loop {
-        match tokio::time::timeout_at(deadline, endpoint.connect()).await {
-            Ok(Ok(channel)) => break channel,
-            Ok(Err(_)) if Instant::now() + Duration::from_millis(100) < deadline => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            _ => {
-                return Err(format!(
-                    "timeout: failed to connect service {addr:?} within {within}: context deadline exceeded"
-                ));
-            }
-        }
-    };
-    let request = HealthCheckRequest {
-        service: service.to_owned(),
-    };
-    match tokio::time::timeout_at(deadline, HealthClient::new(channel).check(request)).await {
-        Err(_) => Err(format!(
-            "timeout: health rpc did not complete within {within}"
-        )),
-        Ok(Err(status)) if status.code() == tonic::Code::Unimplemented => Err(format!(
-            "error: this server does not implement the grpc health protocol (grpc.health.v1.Health): {}",
-            status.message()
-        )),
-        Ok(Err(status)) => Err(format!(
-            "error: health rpc probe failed: {}",
-            status.message()
-        )),
-        Ok(Ok(response)) => match response.into_inner().status() {
-            ServingStatus::Serving => Ok(()),
-            other => Err(format!(
-                "service unhealthy (responded with {:?})",
-                other.as_str_name()
-            )),
-        },
-    }
-}
-
-async fn http_get(host: &str, port: u16, path: &str) -> Result<(), String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let url = format!("http://{host}:{port}{path}");
-    let mut stream = tokio::net::TcpStream::connect((host, port))
-        .await
-        .map_err(|e| format!("Get {url:?}: dial tcp {host}:{port}: {e}"))?;
-    let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: kube-probe/1.36\r\nConnection: close\r\n\r\n"
-    );
-    let mut head = [0u8; 12];
-    let exchange = async {
-        stream.write_all(req.as_bytes()).await?;
-        stream.read_exact(&mut head).await
-    };
-    exchange.await.map_err(|e| format!("Get {url:?}: {e}"))?;
-    let code: u16 = std::str::from_utf8(&head[9..12])
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    if (200..400).contains(&code) {
-        Ok(())
-    } else {
-        Err(format!("HTTP probe failed with statuscode: {code}"))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A gRPC health service on 127.0.0.1 (never a pod IP: nothing leaves this machine).
-    #[tokio::test]
-    async fn grpc_probes_ask_the_health_service_and_word_failures_as_the_kubelet() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = i32::from(listener.local_addr().unwrap().port());
-        let (reporter, service) = tonic_health::server::health_reporter();
-        reporter
-            .set_service_status("up", tonic_health::ServingStatus::Serving)
-            .await;
-        reporter
-            .set_service_status("down", tonic_health::ServingStatus::NotServing)
-            .await;
-        let server = tokio::spawn(
-            tonic::transport::Server::builder()
-                .add_service(service)
-                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
-        );
-        let second = Duration::from_secs(1);
-        assert_eq!(grpc_check("127.0.0.1", port, "up", second).await, Ok(()));
-        assert_eq!(grpc_check("127.0.0.1", port, "", second).await, Ok(()));
-        assert_eq!(
-            grpc_check("127.0.0.1", port, "down", second).await,
-            Err("service unhealthy (responded with \"NOT_SERVING\")".into())
-        );
-        assert!(
-            grpc_check("127.0.0.1", port, "unknown", second)
-                .await
-                .unwrap_err()
-                .starts_with("error: health rpc probe failed:")
-        );
-        server.abort();
-        // Nothing listens any more: retried until the timeout, as the kubelet's blocking dial.
-        let started = Instant::now();
-        assert_eq!(
-            grpc_check("127.0.0.1", port, "up", second).await,
-            Err(format!(
-                "timeout: failed to connect service \"127.0.0.1:{port}\" within 1s: context deadline exceeded"
-            ))
-        );
-        assert!(started.elapsed() >= Duration::from_millis(800));
-    }
 
     fn probe(success: i32, failure: i32) -> ProbeState {
         ProbeState::new(

@@ -121,6 +121,23 @@ impl Versions {
     }
 }
 
+impl Versions {
+    /// Whether an API server reporting `reported` (its `gitVersion`) can serve what the
+    /// range needs: a kubelet may not be newer than its API server, so what applies from
+    /// `since` needs an API server of that release or later (an older one lacks the fields
+    /// and subresources the behaviour shows through). `Err` says why not; a version that
+    /// does not parse is not held against the case.
+    pub fn admits_server(&self, reported: &str) -> Result<(), String> {
+        match (self.since, reported.parse::<MinorVersion>()) {
+            (Some(since), Ok(server)) if server < since => Err(format!(
+                "applies to {self}, which needs an API server of {since} or later (a kubelet may \
+                 not be newer than its API server); the API server is {reported}"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl fmt::Display for Versions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.since, self.until) {
@@ -173,6 +190,30 @@ mod tests {
             "applies to kubelet 1.29 up to (not including) 1.31; the node's kubelet is v1.36.2"
         );
         assert!(r.admits("unknown").unwrap_err().contains("not a version"));
+    }
+
+    #[test]
+    fn what_applies_since_a_release_needs_an_api_server_of_it() {
+        let r = Versions {
+            since: Some(v("1.34")),
+            until: None,
+        };
+        assert!(r.admits_server("v1.36.2").is_ok() && r.admits_server("v1.34.0").is_ok());
+        assert!(r.admits_server("not a version").is_ok());
+        let reason = r.admits_server("v1.28.7-nodeconform").unwrap_err();
+        assert!(
+            reason.contains("needs an API server of 1.34 or later"),
+            "{reason}"
+        );
+        assert!(
+            reason.ends_with("the API server is v1.28.7-nodeconform"),
+            "{reason}"
+        );
+        let before = Versions {
+            since: None,
+            until: Some(v("1.31")),
+        };
+        assert!(before.admits_server("v1.28.7").is_ok());
     }
 
     #[test]

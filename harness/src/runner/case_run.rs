@@ -108,7 +108,13 @@ pub async fn run(
     };
     report.node = Some(node.name.clone());
     let kubelet = kubelet_version(client, &node.name).await;
-    if let Err(reason) = case.versions().admits(&kubelet) {
+    let server = client
+        .apiserver_version()
+        .await
+        .map(|info| info.git_version)
+        .unwrap_or_default();
+    let admitted = case.versions().admits(&kubelet);
+    if let Err(reason) = admitted.and_then(|()| case.versions().admits_server(&server)) {
         nodes.release(node).await;
         report.outcome = Outcome::Ignored;
         report.reason = Some(reason);
