@@ -262,6 +262,12 @@ pub fn status(
                 port: i32::from(config.port),
             }),
         }),
+        declared_features: Some(
+            crate::node_features::DECLARED
+                .iter()
+                .map(|f| (*f).to_owned())
+                .collect(),
+        ),
         node_info: Some(NodeSystemInfo {
             architecture: arch().into(),
             boot_id: read_trimmed("/proc/sys/kernel/random/boot_id"),

@@ -47,6 +47,7 @@ pub mod kubelet_client;
 pub mod list;
 pub mod managed_fields;
 pub mod meta;
+pub mod node_declared_features;
 pub mod node_lifecycle;
 pub mod openapi;
 pub mod patch;

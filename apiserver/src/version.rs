@@ -58,6 +58,12 @@ impl Version {
         self.minor >= 36
     }
 
+    /// Nodes declare the features they implement and updates that need an undeclared one
+    /// are refused (`NodeDeclaredFeatures`, beta and on from 1.36).
+    pub(crate) fn node_declared_features(self) -> bool {
+        self.minor >= 36
+    }
+
     /// Pods have the `resize` subresource, the only way to change their containers'
     /// resources in place (KEP-1287; beta, on by default, from 1.33).
     pub(crate) fn pods_resize(self) -> bool {

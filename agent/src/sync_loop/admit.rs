@@ -91,6 +91,7 @@ impl SyncLoop {
             let node = self.admission.node.borrow();
             admission::admit(&self.admission.sysctls, node.as_ref(), &pod, &others)
                 .and_then(|()| self.admission.apparmor.admit(&pod))
+                .and_then(|()| crate::node_features::admit(&pod))
         };
         let rejection = match admitted {
             Ok(()) => {

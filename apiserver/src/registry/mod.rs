@@ -302,6 +302,10 @@ impl Registry {
                 writer,
                 self.version,
             )?;
+            let is_pod = std::ptr::eq(requested.storage(), &resources::PODS);
+            if is_pod && part != Part::Status && self.version.node_declared_features() {
+                crate::node_declared_features::validate(t, &current.value, &out)?;
+            }
             if part == Part::Resize {
                 crate::pod_resize_admission::validate(t, &current.value, &out)?;
             }

@@ -13,6 +13,8 @@ mod object_meta;
 mod pod;
 mod pod_resize;
 
+pub(crate) use pod_resize::json_eq;
+
 use serde_json::Value;
 
 use crate::field::Error as FieldError;

@@ -245,7 +245,7 @@ fn keep_cpu_memory_of(container: &mut Value, old: &Value) {
 
 /// `apiequality.Semantic.DeepEqual` on the JSON: an empty object or list equals an absent
 /// one, as Go's nil and empty values do.
-fn json_eq(a: &Value, b: &Value) -> bool {
+pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
     fn normal(v: &Value) -> Value {
         match v {
             Value::Object(m) => Value::Object(

@@ -176,3 +176,46 @@ async fn a_resize_beyond_the_nodes_allocatable_is_forbidden() {
     assert_eq!(causes[0].field, "");
     api.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_pod_level_resize_needs_a_node_that_declares_it() {
+    let api = server().await;
+    let nodes = Api::<Node>::all(api.client());
+    for (name, features) in [
+        ("plain", json!([])),
+        (
+            "declares",
+            json!(["InPlacePodLevelResourcesVerticalScaling"]),
+        ),
+    ] {
+        let node: Node = from_json(json!({"metadata": {"name": name},
+            "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+                       "declaredFeatures": features}}));
+        nodes.create(&PostParams::default(), &node).await.unwrap();
+    }
+    let pp = PatchParams::default();
+    let pod_level = |cpu: &str| {
+        json!({"spec": {"resources": {"requests": {"cpu": cpu, "memory": "35Mi"},
+                                      "limits": {"cpu": cpu, "memory": "35Mi"}}}})
+    };
+    for (namespace, node) in [("default", "plain"), ("kube-public", "declares")] {
+        let pods: Api<Pod> = Api::namespaced(api.client(), namespace);
+        running_pod_on(&pods, Some(node)).await;
+        let added = pods
+            .patch_subresource("resize", "p", &pp, &Patch::Merge(pod_level("20m")))
+            .await;
+        if node == "declares" {
+            let pod = added.unwrap();
+            let resources = pod.spec.unwrap().resources.unwrap();
+            assert_eq!(resources.requests.unwrap()["cpu"].0, "20m");
+            continue;
+        }
+        // NodeDeclaredFeatureValidator, as kube-apiserver 1.36.2 answers.
+        let s = assert_api_error(added, 403, "Forbidden");
+        assert_eq!(
+            s.message,
+            "pods \"p\" is forbidden: pod update requires features InPlacePodLevelResourcesVerticalScaling which are not available on node \"plain\""
+        );
+    }
+    api.shutdown().await;
+}
