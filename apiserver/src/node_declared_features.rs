@@ -9,6 +9,7 @@
 use serde_json::Value;
 
 use crate::meta;
+use crate::pod_resize_admission::respecced_on_node;
 use crate::resources;
 use crate::status::{Error, Result};
 use crate::store::Txn;
@@ -16,14 +17,9 @@ use crate::validate::json_eq;
 
 /// The plugin's check of an update of `old` into `new` (both as stored), main or resize.
 pub(crate) fn validate(t: &Txn<'_>, old: &Value, new: &Value) -> Result<()> {
-    let generation = |p: &Value| p.pointer("/metadata/generation").and_then(Value::as_i64);
-    let node_name = new
-        .pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if node_name.is_empty() || generation(old) == generation(new) {
+    let Some(node_name) = respecced_on_node(old, new) else {
         return Ok(());
-    }
+    };
     let required = required(old, new);
     if required.is_empty() {
         return Ok(());

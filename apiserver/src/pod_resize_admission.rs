@@ -14,17 +14,19 @@ use crate::resources;
 use crate::status::{Error, Result};
 use crate::store::Txn;
 
+/// The node a pod updated from `old` to `new` is bound to, when the update changed its spec
+/// (the generation moves only with the spec): the updates the node admission plugins judge.
+pub(crate) fn respecced_on_node<'a>(old: &Value, new: &'a Value) -> Option<&'a str> {
+    let generation = |p: &Value| p.pointer("/metadata/generation").and_then(Value::as_i64);
+    let node_name = new.pointer("/spec/nodeName").and_then(Value::as_str)?;
+    (!node_name.is_empty() && generation(old) != generation(new)).then_some(node_name)
+}
+
 /// The plugin's check of a resize of `old` into `new` (both as stored).
 pub(crate) fn validate(t: &Txn<'_>, old: &Value, new: &Value) -> Result<()> {
-    let generation = |p: &Value| p.pointer("/metadata/generation").and_then(Value::as_i64);
-    let node_name = new
-        .pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    // Generation moves only with the spec: nothing to admit otherwise.
-    if node_name.is_empty() || generation(old) == generation(new) {
+    let Some(node_name) = respecced_on_node(old, new) else {
         return Ok(());
-    }
+    };
     let forbidden = |reason: String, cause: Option<&'static str>| Error::Forbidden {
         resource: &resources::PODS,
         name: meta::str_field(new, "name").to_owned(),
