@@ -1231,7 +1231,7 @@ async fn environment_from_values_the_downward_api_configmaps_and_secrets() {
     let message = container(seen.last().expect("a state"), "c")
         .and_then(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone())
         .unwrap_or_default();
-    let expected = format!("hello world|envpod|{NODE}|blue|s3cret|L|hello|10.88.");
+    let expected = format!("hello world|envpod|{NODE}|blue|s3cret|L|hello|127.");
     assert!(message.starts_with(&expected), "{message:?}");
 
     // A missing ConfigMap holds the container in CreateContainerConfigError

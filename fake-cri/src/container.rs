@@ -55,6 +55,8 @@ pub(crate) struct Container {
     /// Where fake-cri writes it: `log_path` resolved under the host root.
     pub log_file: Option<PathBuf>,
     pub program: Arc<Program>,
+    /// The servers its program is (simulated on the pod's address while it runs).
+    pub servers: Vec<crate::servers::Server>,
     /// PID 1 of its own PID namespace: ignores SIGTERM without a trap.
     pub pid1: bool,
     /// What its processes see: files, environment, host name, user.

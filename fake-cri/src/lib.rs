@@ -45,6 +45,7 @@ mod runtime;
 mod sandbox;
 pub mod script;
 pub mod server;
+mod servers;
 mod service;
 mod stats;
 

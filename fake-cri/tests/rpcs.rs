@@ -104,7 +104,7 @@ async fn update_runtime_config_refuses_a_malformed_cidr() {
         .update_runtime_config(v1::UpdateRuntimeConfigRequest {
             runtime_config: Some(v1::RuntimeConfig {
                 network_config: Some(v1::NetworkConfig {
-                    pod_cidr: "fd00::/64,10.9.0.0/16".to_owned(),
+                    pod_cidr: "fd00::/64,127.9.0.0/16".to_owned(),
                 }),
             }),
         })
@@ -120,22 +120,25 @@ async fn update_runtime_config_refuses_a_malformed_cidr() {
         .network
         .unwrap()
         .ip;
-    assert!(ip.starts_with("10.9."), "{ip}");
+    assert!(ip.starts_with("127.9."), "{ip}");
 }
 
 #[tokio::test]
-async fn update_runtime_config_sets_the_pod_cidr() {
+async fn update_runtime_config_sets_a_loopback_pod_cidr_only() {
     let mut env = Env::start().await;
-    env.runtime
-        .update_runtime_config(v1::UpdateRuntimeConfigRequest {
-            runtime_config: Some(v1::RuntimeConfig {
-                network_config: Some(v1::NetworkConfig {
-                    pod_cidr: "10.244.7.0/24".to_owned(),
+    for cidr in ["127.244.7.0/24", "10.244.0.0/16"] {
+        // The second, off the host, is accepted and left aside: pod IPs stay on loopback.
+        env.runtime
+            .update_runtime_config(v1::UpdateRuntimeConfigRequest {
+                runtime_config: Some(v1::RuntimeConfig {
+                    network_config: Some(v1::NetworkConfig {
+                        pod_cidr: cidr.to_owned(),
+                    }),
                 }),
-            }),
-        })
-        .await
-        .unwrap();
+            })
+            .await
+            .unwrap();
+    }
     let mut ips = Vec::new();
     for name in ["a", "b", "c"] {
         let id = env.sandbox(name).await;
@@ -149,8 +152,8 @@ async fn update_runtime_config_sets_the_pod_cidr() {
             .unwrap()
             .ip;
         assert!(
-            ip.starts_with("10.244.7."),
-            "IP {ip:?} is outside 10.244.7.0/24"
+            ip.starts_with("127.244.7."),
+            "IP {ip:?} is outside 127.244.7.0/24"
         );
         assert!(
             !ip.ends_with(".0") && !ip.ends_with(".1"),
@@ -178,7 +181,7 @@ async fn update_runtime_config_sets_the_pod_cidr() {
         .network
         .unwrap()
         .ip;
-    assert!(ip.starts_with("10.244.7."), "{ip}");
+    assert!(ip.starts_with("127.244.7."), "{ip}");
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::host_root::Root;
 use crate::logs::LogFile;
 use crate::sandbox::SandboxState;
-use crate::script::{Mount, Outcome, Program, Shell, Signal};
+use crate::script::{Mount, Outcome, Output, Program, Shell, Signal, Stream};
 
 impl Runtime {
     pub(crate) fn create_container(
@@ -119,6 +119,8 @@ impl Runtime {
         let id = new_id();
         state.names.insert(reserved_name.clone(), id.clone());
         let image_name = image.repo_tags.first().cloned().unwrap_or(image_spec);
+        // By the image's name: a kubelet names the image by its ID (`sha256:…`).
+        let servers = crate::servers::Server::of(&image_name, &argv);
         let container = Container {
             id: id.clone(),
             sandbox_id: sandbox_id.to_owned(),
@@ -132,6 +134,7 @@ impl Runtime {
             log_path,
             log_file,
             program: Arc::new(program),
+            servers,
             pid1,
             context,
             state: Lifecycle::Created,
@@ -163,7 +166,7 @@ impl Runtime {
 
     pub(crate) fn start_container(self: &Arc<Self>, id: &str) -> Result<()> {
         let mut state = self.state();
-        let sandbox_ready = {
+        let (sandbox_ready, ip) = {
             let container = state
                 .containers
                 .get(id)
@@ -176,10 +179,13 @@ impl Runtime {
                     action: "start it",
                 });
             }
-            state
-                .sandboxes
-                .get(&container.sandbox_id)
-                .map(|s| s.state == SandboxState::Ready)
+            let sandbox = state.sandboxes.get(&container.sandbox_id);
+            // A sandbox on the host's network has the node's loopback address.
+            let ip = sandbox
+                .and_then(|s| s.ip.as_deref())
+                .and_then(|ip| ip.parse().ok())
+                .unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
+            (sandbox.map(|s| s.state == SandboxState::Ready), ip)
         };
         let Some(true) = sandbox_ready else {
             return Err(Error::WrongState {
@@ -203,13 +209,25 @@ impl Runtime {
             Arc::clone(&container.program),
             container.pid1,
         );
+        let servers = container.servers.clone();
         let runtime = Arc::clone(self);
         let container_id = id.to_owned();
         let task = tokio::spawn(async move {
             let mut log = log;
+            // The servers live exactly as long as the process: dropped when it ends or the
+            // task is aborted.
+            let listening = match crate::servers::start(&servers, ip, &context.hostname).await {
+                Ok(listening) => listening,
+                Err(line) => {
+                    log.write(Stream::Stderr, &line);
+                    runtime.container_exited(&container_id, Outcome::exited(1));
+                    return;
+                }
+            };
             let outcome = Shell::main(context, &mut log, &mut rx, pid1)
                 .run(&program)
                 .await;
+            drop(listening);
             runtime.container_exited(&container_id, outcome);
         });
         container.task = Some(task.abort_handle());

@@ -52,10 +52,7 @@ impl Runtime {
                     task.abort();
                 }
             }
-            *state = State {
-                pod_cidr: state.pod_cidr.take(),
-                ..State::default()
-            };
+            *state = State::new(std::mem::take(&mut state.pod_cidr));
         }
         *lock(&self.conditions) = Conditions::default();
         self.close_streams();

@@ -1,4 +1,15 @@
-//! Pod networking: the pod CIDR and the IPs given to sandboxes.
+//! Pod networking: the pod network and the IPs given to sandboxes.
+//!
+//! Pod IPs are loopback addresses: the servers fake-cri simulates for a pod's containers
+//! listen on them, and whatever a node agent sends a pod — probes, hooks, port-forwards —
+//! stays on the host. Each runtime has a /24 of its own ([`default_network`]), so that the
+//! pods of nodes running side by side (the harness runs a runtime per node) never share an
+//! address, nor their servers a port. A pod CIDR the kubelet passes in
+//! `UpdateRuntimeConfig` (the Node's `spec.podCIDR`) is taken when it lies in 127.0.0.0/8
+//! and otherwise left aside: an address off the host would send that traffic away.
+
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::state::{Runtime, State, invalid};
 use crate::error::Result;
@@ -19,24 +30,40 @@ impl Runtime {
                 format!("pod CIDR {pod_cidr:?} has no IPv4 network with a prefix of /8 to /30"),
             ));
         };
-        self.state().pod_cidr = Some(cidr.to_owned());
+        if !is_loopback(cidr) {
+            tracing::warn!(pod_cidr = %cidr, "pod CIDR outside 127.0.0.0/8 not used: pod IPs stay on loopback");
+            return Ok(());
+        }
+        self.state().pod_cidr = cidr.to_owned();
         Ok(())
     }
 }
 
-/// Allocates the next free pod IP from the pod CIDR (default 10.88.0.0/16).
+/// A runtime's pod network when nothing configures one: the next /24 of a /14 in
+/// 127.0.0.0/8 that the process ID picks (127.4.0.0/14 to 127.252.0.0/14, never the one of
+/// 127.0.0.1), the runtimes of one process taking consecutive ones.
+pub(super) fn default_network() -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let runtime = NEXT.fetch_add(1, Ordering::Relaxed) % 1024;
+    let block = 1 + std::process::id() % 63;
+    let base = (127 << 24) | (block << 18) | (runtime << 8);
+    format!("{}/24", Ipv4Addr::from(base))
+}
+
+/// Whether `cidr` lies in 127.0.0.0/8.
+fn is_loopback(cidr: &str) -> bool {
+    parse_cidr(cidr).is_some_and(|(base, _)| base >> 24 == 127)
+}
+
+/// Allocates the next free pod IP from the pod network.
 pub(super) fn allocate_ip(state: &mut State) -> String {
-    let (base, size) = state
-        .pod_cidr
-        .as_deref()
-        .and_then(parse_cidr)
-        .unwrap_or((u32::from_be_bytes([10, 88, 0, 0]), 1 << 16));
+    let (base, size) = parse_cidr(&state.pod_cidr).unwrap_or((u32::from(Ipv4Addr::LOCALHOST), 4));
     // Skip the network address and the gateway (.1), and the broadcast address.
     let usable = size.saturating_sub(3).max(1);
     for _ in 0..usable {
         let offset = 2 + state.next_ip % usable;
         state.next_ip = state.next_ip.wrapping_add(1);
-        let ip = std::net::Ipv4Addr::from(base.wrapping_add(offset)).to_string();
+        let ip = Ipv4Addr::from(base.wrapping_add(offset)).to_string();
         if !state
             .sandboxes
             .values()
@@ -46,12 +73,12 @@ pub(super) fn allocate_ip(state: &mut State) -> String {
         }
     }
     // Exhausted: share an address rather than fail the pod.
-    std::net::Ipv4Addr::from(base.wrapping_add(2)).to_string()
+    Ipv4Addr::from(base.wrapping_add(2)).to_string()
 }
 
 fn parse_cidr(cidr: &str) -> Option<(u32, u32)> {
     let (ip, bits) = cidr.split_once('/')?;
-    let ip: std::net::Ipv4Addr = ip.parse().ok()?;
+    let ip: Ipv4Addr = ip.parse().ok()?;
     let bits: u32 = bits.parse().ok().filter(|b| (8..=30).contains(b))?;
     let mask = u32::MAX << (32 - bits);
     Some((u32::from(ip) & mask, 1 << (32 - bits)))

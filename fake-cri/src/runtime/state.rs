@@ -80,14 +80,28 @@ pub(crate) struct ImageFs {
     pub capacity_bytes: Option<u64>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct State {
     pub(super) sandboxes: HashMap<String, Sandbox>,
     pub(super) containers: HashMap<String, Container>,
     /// Reserved names → the id holding them.
     pub(super) names: HashMap<String, String>,
-    pub(super) pod_cidr: Option<String>,
+    /// The pod network, in 127.0.0.0/8.
+    pub(super) pod_cidr: String,
     pub(super) next_ip: u32,
+}
+
+impl State {
+    /// Nothing yet, in the pod network `pod_cidr`.
+    pub(super) fn new(pod_cidr: String) -> Self {
+        Self {
+            sandboxes: HashMap::new(),
+            containers: HashMap::new(),
+            names: HashMap::new(),
+            pod_cidr,
+            next_ip: 0,
+        }
+    }
 }
 
 /// The simulated container runtime.
@@ -144,7 +158,7 @@ pub(super) fn invalid(rpc: &'static str, reason: impl Into<String>) -> Error {
 impl Runtime {
     pub(crate) fn new(config: Config) -> Self {
         Self {
-            state: Mutex::default(),
+            state: Mutex::new(State::new(super::network::default_network())),
             images: Mutex::new(Images::new(config.image_catalog.clone())),
             conditions: Mutex::default(),
             image_fs: Mutex::default(),

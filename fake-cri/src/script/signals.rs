@@ -31,7 +31,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub(super) const fn exited(exit_code: i32) -> Self {
+    pub(crate) const fn exited(exit_code: i32) -> Self {
         Self {
             exit_code,
             oom_killed: false,
