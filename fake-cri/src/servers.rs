@@ -165,6 +165,7 @@ fn router(server: &Server, hostname: &str) -> Router {
             )
             .fallback(|| async { format!("NOW: {}", chrono::Utc::now()) }),
         Server::ServeHostname { .. } => Router::new().fallback(move || async move { hostname }),
+        // (gRPC health has no HTTP routes: `start` serves it with tonic.)
         Server::Web { .. } | Server::GrpcHealth { .. } => {
             Router::new().fallback(|| async { "Hello from the simulated web server\n" })
         }
