@@ -39,8 +39,9 @@ impl Purpose {
 pub enum Response {
     /// A response with this status code (after same-host redirects).
     Status(u16),
-    /// A redirect to another host, not followed: a probe's `Warning`.
-    OtherHost(u16),
+    /// A redirect to another host, not followed: a probe's `Warning`, with the response's
+    /// body (at most 10 KiB, as the kubelet reads).
+    OtherHost(u16, String),
 }
 
 /// One `httpGet` action made concrete (`NewRequestForHTTPGetAction`).
@@ -117,13 +118,13 @@ impl HttpGet {
     pub async fn send(&self, purpose: Purpose) -> Result<Response, String> {
         let mut path = self.path.clone();
         for _ in 0..=10 {
-            let (code, location) = self.exchange(&path, purpose).await?;
+            let (code, location, body) = self.exchange(&path, purpose).await?;
             let Some(location) = location.filter(|_| (300..400).contains(&code)) else {
                 return Ok(Response::Status(code));
             };
             match self.same_host_path(&location) {
                 Some(next) => path = next,
-                None => return Ok(Response::OtherHost(code)),
+                None => return Ok(Response::OtherHost(code, body)),
             }
         }
         Err(format!("Get {:?}: stopped after 10 redirects", self.url()))
@@ -140,12 +141,12 @@ impl HttpGet {
         (host.trim_matches(['[', ']']) == self.host).then(|| path.to_owned())
     }
 
-    /// One request and the response's status code and `Location`.
+    /// One request and the response's status code, `Location` and body.
     async fn exchange(
         &self,
         path: &str,
         purpose: Purpose,
-    ) -> Result<(u16, Option<String>), String> {
+    ) -> Result<(u16, Option<String>, String), String> {
         let url = format!("{}://{}{}", self.scheme, self.host_port(), path);
         let mut stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
             .await
@@ -157,7 +158,7 @@ impl HttpGet {
                 )
             })?;
         if self.scheme == "https" {
-            return Ok((200, None));
+            return Ok((200, None, String::new()));
         }
         let has = |name: &str| {
             self.headers
@@ -189,7 +190,7 @@ impl HttpGet {
             .write_all(request.as_bytes())
             .await
             .map_err(|e| format!("Get {url:?}: {e}"))?;
-        let head = read_head(&mut stream)
+        let (head, body) = read_response(&mut stream)
             .await
             .map_err(|e| format!("Get {url:?}: {e}"))?;
         let mut lines = head.lines();
@@ -199,32 +200,59 @@ impl HttpGet {
             .and_then(|l| l.split_whitespace().nth(1))
             .and_then(|c| c.parse::<u16>().ok())
             .ok_or_else(|| format!("Get {url:?}: malformed HTTP response"))?;
-        let location = lines
-            .filter_map(|l| l.split_once(':'))
-            .find(|(n, _)| n.trim().eq_ignore_ascii_case("Location"))
-            .map(|(_, v)| v.trim().to_owned());
-        Ok((code, location))
+        let location = header(&head, "Location").map(str::to_owned);
+        Ok((code, location, body))
     }
 }
 
-/// The response's status line and headers (up to the blank line, at most 16 KiB).
-async fn read_head(stream: &mut tokio::net::TcpStream) -> std::io::Result<String> {
-    let mut head = Vec::new();
+/// `maxRespBodyLength`: what the kubelet reads of a body.
+const MAX_BODY: usize = 10 << 10;
+
+/// The response's status line and headers (up to the blank line, at most 16 KiB), and its
+/// body as far as `Content-Length` says (at most [`MAX_BODY`]; none when it gives no length).
+async fn read_response(stream: &mut tokio::net::TcpStream) -> std::io::Result<(String, String)> {
+    let mut data = Vec::new();
     let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+    let end = loop {
+        if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+        let n = stream.read(&mut buf).await?;
+        if n == 0 || data.len() > 16 * 1024 {
+            if data.is_empty() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "EOF",
+                ));
+            }
+            break data.len();
+        }
+        data.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&data[..end]).into_owned();
+    let want = header(&head, "Content-Length")
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(0)
+        .min(MAX_BODY);
+    let mut body = data.get(end + 4..).unwrap_or_default().to_vec();
+    while body.len() < want {
         let n = stream.read(&mut buf).await?;
         if n == 0 {
             break;
         }
-        head.extend_from_slice(&buf[..n]);
+        body.extend_from_slice(&buf[..n]);
     }
-    if head.is_empty() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            "EOF",
-        ));
-    }
-    Ok(String::from_utf8_lossy(&head).into_owned())
+    body.truncate(want);
+    Ok((head, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// A header's value in a response head.
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .find(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.trim())
 }
 
 /// `ResolveContainerPort`: a number, or the name of one of the container's ports (a name
@@ -434,7 +462,7 @@ mod tests {
     async fn same_host_redirects_are_followed_and_others_are_not() {
         let (port, seen) = server(vec![
             "HTTP/1.1 302 Found\r\nLocation: /moved\r\nContent-Length: 0\r\n\r\n".into(),
-            "HTTP/1.1 301 Moved\r\nLocation: http://example.invalid/x\r\nContent-Length: 0\r\n\r\n"
+            "HTTP/1.1 301 Moved\r\nLocation: http://example.invalid/x\r\nContent-Length: 5\r\n\r\nmoved"
                 .into(),
         ])
         .await;
@@ -444,7 +472,10 @@ mod tests {
             Some("127.0.0.1"),
         )
         .unwrap();
-        assert_eq!(get.send(Purpose::Probe).await, Ok(Response::OtherHost(301)));
+        assert_eq!(
+            get.send(Purpose::Probe).await,
+            Ok(Response::OtherHost(301, "moved".into()))
+        );
         let seen = seen.await.unwrap();
         assert!(seen[1].starts_with("GET /moved HTTP/1.1"), "{}", seen[1]);
     }

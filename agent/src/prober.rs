@@ -141,9 +141,12 @@ impl Kill {
     }
 }
 
-/// A failed probe run: the kubelet's `Unhealthy` event.
+/// A failed probe run (the kubelet's `Unhealthy` event), or one that succeeded with a
+/// warning (`ProbeWarning`: an HTTP probe redirected to another host).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unhealthy {
+    /// `Unhealthy` or `ProbeWarning`.
+    pub reason: &'static str,
     /// Container name.
     pub container: String,
     /// `Liveness probe failed: <output>` and the like.
@@ -279,12 +282,16 @@ impl Prober {
         let mut run = async |id: &str, container: &Container, kind: &str, spec: &Probe| {
             let name = &container.name;
             let result = run_probe(runtime, id, spec, container, pod_ip).await;
-            if let Err(output) = &result {
-                unhealthy.push(Unhealthy {
-                    container: name.to_owned(),
-                    message: format!("{kind} probe failed: {output}"),
-                });
-            }
+            let (reason, message) = match &result {
+                Err(output) => ("Unhealthy", format!("{kind} probe failed: {output}")),
+                Ok(Some(warning)) => ("ProbeWarning", format!("{kind} probe warning: {warning}")),
+                Ok(None) => return true,
+            };
+            unhealthy.push(Unhealthy {
+                reason,
+                container: name.to_owned(),
+                message,
+            });
             result.is_ok()
         };
         for (name, t) in self.tracked.iter_mut() {
@@ -342,21 +349,22 @@ fn started_instant(nanos: i64) -> Instant {
 }
 
 /// Runs one probe of `container`: `Err` with the output (or the error) the kubelet puts in
-/// its `Unhealthy` event when it fails.
+/// its `Unhealthy` event when it fails, `Ok(Some(_))` with its `ProbeWarning` when it
+/// succeeds with one.
 async fn run_probe(
     runtime: &Runtime,
     container_id: &str,
     spec: &Probe,
     container: &Container,
     pod_ip: Option<&str>,
-) -> Result<(), String> {
+) -> Result<Option<String>, String> {
     let timeout = secs(spec.timeout_seconds, 1).max(Duration::from_secs(1));
     if let Some(exec) = &spec.exec {
         let cmd = exec.command.clone().unwrap_or_default();
         let result = runtime.exec_sync(container_id, cmd, timeout).await;
         tracing::debug!(container = %container_id, ?result, "exec probe");
         return match result {
-            Ok((0, _)) => Ok(()),
+            Ok((0, _)) => Ok(None),
             Ok((_, output)) => Err(output),
             Err(error) => Err(error.short_message()),
         };
@@ -365,7 +373,9 @@ async fn run_probe(
     if let Some(tcp) = &spec.tcp_socket {
         let host = tcp.host.as_deref().filter(|h| !h.is_empty()).or(pod_ip);
         let port = handler::resolve_port(&tcp.port, container)?;
-        return handler::tcp_connect(host.ok_or_else(no_address)?, port, timeout).await;
+        return handler::tcp_connect(host.ok_or_else(no_address)?, port, timeout)
+            .await
+            .map(|()| None);
     }
     if let Some(http) = &spec.http_get {
         let get = handler::HttpGet::new(http, container, pod_ip)?;
@@ -376,8 +386,10 @@ async fn run_probe(
             )),
             Ok(Err(error)) => Err(error),
             // A redirect to another host is a success with a warning.
-            Ok(Ok(handler::Response::OtherHost(_))) => Ok(()),
-            Ok(Ok(handler::Response::Status(code))) if (200..400).contains(&code) => Ok(()),
+            Ok(Ok(handler::Response::OtherHost(_, body))) => Ok(Some(format!(
+                "Probe terminated redirects, Response body: {body}"
+            ))),
+            Ok(Ok(handler::Response::Status(code))) if (200..400).contains(&code) => Ok(None),
             Ok(Ok(handler::Response::Status(code))) => {
                 Err(format!("HTTP probe failed with statuscode: {code}"))
             }
@@ -386,7 +398,8 @@ async fn run_probe(
     if let Some(grpc) = &spec.grpc {
         let service = grpc.service.as_deref().unwrap_or_default();
         return handler::grpc_check(pod_ip.ok_or_else(no_address)?, grpc.port, service, timeout)
-            .await;
+            .await
+            .map(|()| None);
     }
     Err("missing probe handler".to_owned())
 }

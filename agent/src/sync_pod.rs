@@ -268,14 +268,15 @@ async fn publish(
     status
 }
 
-/// Records an `Unhealthy` event for every probe run that failed since the last call.
+/// Records an `Unhealthy` event for every probe run that failed since the last call, and a
+/// `ProbeWarning` for every one that succeeded with a warning.
 fn report_unhealthy(ctx: &Context, state: &mut PodState, pod: &Pod) {
     for failed in state.prober.take_unhealthy() {
         ctx.events.pod(
             pod,
             Some(&failed.container),
             Type::Warning,
-            "Unhealthy",
+            failed.reason,
             failed.message,
         );
     }

@@ -183,10 +183,24 @@ async fn liveness_healthz(State(started): State<Instant>) -> Response {
     }
 }
 
-/// agnhost `liveness`'s `/redirect?loc=`: a 302 to `loc`.
+/// agnhost `liveness`'s `/redirect?loc=`: a 302 to `loc`, with the body Go's `http.Redirect`
+/// writes for a GET.
 async fn redirect(Query(q): Query<std::collections::HashMap<String, String>>) -> Response {
     match q.get("loc") {
-        Some(loc) => (StatusCode::FOUND, [(header::LOCATION, loc.clone())]).into_response(),
+        Some(loc) => {
+            let escaped = loc
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+                .replace('"', "&#34;")
+                .replace('\'', "&#39;");
+            let body = format!("<a href=\"{escaped}\">Found</a>.\n\n");
+            let headers = [
+                (header::LOCATION, loc.clone()),
+                (header::CONTENT_TYPE, "text/html; charset=utf-8".to_owned()),
+            ];
+            (StatusCode::FOUND, headers, body).into_response()
+        }
         None => (StatusCode::BAD_REQUEST, "Missing loc parameter").into_response(),
     }
 }
