@@ -279,8 +279,9 @@ pub fn generate(input: &Input<'_>) -> PodStatus {
         }
     }
     s.observed_generation = generation;
-    s.resources = Some(resources::resources(pod, old));
-    s.allocated_resources = resources::allocated(pod);
+    let (resources, allocated) = resources::status(pod, old);
+    s.resources = Some(resources);
+    s.allocated_resources = allocated;
     s.conditions = Some(conditions);
     s.container_statuses = Some(app);
     s.init_container_statuses = (!init.is_empty()).then_some(init);

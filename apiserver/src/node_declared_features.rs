@@ -61,17 +61,16 @@ fn required(old: &Value, new: &Value) -> Vec<&'static str> {
         old.pointer("/spec/resources"),
         new.pointer("/spec/resources"),
     );
-    if (was.is_some() || now.is_some())
-        && !json_eq(was.unwrap_or(&Value::Null), now.unwrap_or(&Value::Null))
-    {
+    // Absent reads as empty, as Go's nil does.
+    if !json_eq(was.unwrap_or(&Value::Null), now.unwrap_or(&Value::Null)) {
         out.push("InPlacePodLevelResourcesVerticalScaling");
     }
-    let inits = |p: &Value| {
+    fn inits(p: &Value) -> &[Value] {
         p.pointer("/spec/initContainers")
             .and_then(Value::as_array)
-            .cloned()
+            .map(Vec::as_slice)
             .unwrap_or_default()
-    };
+    }
     let resized_init = inits(old).iter().zip(inits(new)).any(|(was, now)| {
         was.get("restartPolicy").and_then(Value::as_str) != Some("Always")
             && !json_eq(

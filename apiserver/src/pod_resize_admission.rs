@@ -49,7 +49,8 @@ pub(crate) fn validate(t: &Txn<'_>, old: &Value, new: &Value) -> Result<()> {
     let allocatable =
         |name: &str| quantity(node.value.pointer(&format!("/status/allocatable/{name}")));
     let mut short = Vec::new();
-    let (cpu, memory) = (requests(new, "cpu"), requests(new, "memory"));
+    let requested = requests(new);
+    let (cpu, memory) = (requested("cpu"), requested("memory"));
     if cpu > allocatable("cpu") {
         short.push(format!(
             "cpu, requested: {}, allocatable: {}",
@@ -82,14 +83,16 @@ fn quantity(v: Option<&Value>) -> Quantity {
         .unwrap_or(Quantity::ZERO)
 }
 
-/// `PodRequests` for one resource (`Quantity::ZERO` when it asks for none).
-fn requests(pod: &Value, name: &str) -> Quantity {
+/// `PodRequests`, summed once, by resource (`Quantity::ZERO` for one it asks none of).
+fn requests(pod: &Value) -> impl Fn(&str) -> Quantity {
     // The stored pod is valid, so it reads as a typed one.
     let typed: Pod = serde_json::from_value(pod.clone()).unwrap_or_default();
-    pod::requests(&typed)
-        .get(name)
-        .and_then(|q| Quantity::parse(&q.0))
-        .unwrap_or(Quantity::ZERO)
+    let list = pod::requests(&typed);
+    move |name| {
+        list.get(name)
+            .and_then(|q| Quantity::parse(&q.0))
+            .unwrap_or(Quantity::ZERO)
+    }
 }
 
 #[cfg(test)]
@@ -108,8 +111,9 @@ mod tests {
             "containers": [{"name": "c", "resources": {"requests": {"cpu": "200m"}}}],
             "resources": {"requests": {"memory": "1Gi"}},
         }});
-        assert_eq!(requests(&pod, "cpu"), Quantity::parse("300m").unwrap());
-        assert_eq!(requests(&pod, "memory"), Quantity::parse("1Gi").unwrap());
-        assert_eq!(requests(&pod, "ephemeral-storage"), Quantity::ZERO);
+        let requested = requests(&pod);
+        assert_eq!(requested("cpu"), Quantity::parse("300m").unwrap());
+        assert_eq!(requested("memory"), Quantity::parse("1Gi").unwrap());
+        assert_eq!(requested("ephemeral-storage"), Quantity::ZERO);
     }
 }

@@ -21,6 +21,8 @@ struct Env {
     cluster: Cluster,
     nodes: Arc<Nodes>,
     janitor: Janitor,
+    /// The API server's `gitVersion`, read once.
+    server: String,
 }
 
 /// Why the cases cannot run in this build, if they cannot.
@@ -132,10 +134,12 @@ fn start_env(runtime: &tokio::runtime::Runtime, spec: AgentSpec) -> Result<Env, 
             .map_err(|e| e.to_string())?;
         let nodes = Nodes::new(cluster.client.clone(), cluster.kubeconfig.clone(), spec)
             .map_err(|e| e.to_string())?;
+        let server = case_run::api_server_version(&cluster.client).await;
         Ok(Env {
             cluster,
             nodes: Arc::new(nodes),
             janitor: Janitor::default(),
+            server,
         })
     })
 }
@@ -155,6 +159,7 @@ fn run_case(
         &env.nodes,
         &env.janitor,
         case,
+        &env.server,
     ));
     match result.outcome {
         Outcome::Passed | Outcome::Ignored => Ok(()),

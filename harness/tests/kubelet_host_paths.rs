@@ -101,10 +101,11 @@ fn host_paths_left_alone(kubelet: PathBuf) -> Result<(), String> {
         )
         .map_err(|e| e.to_string())?;
         let janitor = Janitor::default();
+        let server = case_run::api_server_version(&cluster.client).await;
         let reports = futures::future::join_all(
             cases
                 .iter()
-                .map(|case| case_run::run(&cluster.client, &nodes, &janitor, case)),
+                .map(|case| case_run::run(&cluster.client, &nodes, &janitor, case, &server)),
         )
         .await;
         nodes.release_all().await;

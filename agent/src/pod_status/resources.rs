@@ -13,7 +13,7 @@
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use nodeconform_resource::pod::{self as pod_resources, List};
+use nodeconform_resource::pod::{self as pod_resources, Limits, List};
 use nodeconform_resource::quantity::Exact;
 
 use super::{RUNNING, qos_class};
@@ -24,13 +24,19 @@ use crate::runtime::{self, PodConfig};
 const MIN_MILLI_CPU_REQUEST: i64 = 2;
 const MIN_MILLI_CPU_LIMIT: i64 = 10;
 
-/// `status.allocatedResources`: the pod's requests; `None` when it requests nothing.
-pub(super) fn allocated(pod: &Pod) -> Option<List> {
-    Some(pod_resources::requests(pod)).filter(|l| !l.is_empty())
+/// `status.resources` and `status.allocatedResources` (`None` when the pod requests
+/// nothing) of the allocated `pod`, given the status written before (`old`). The pod's
+/// requests and limits are summed once for both.
+pub(super) fn status(pod: &Pod, old: &PodStatus) -> (ResourceRequirements, Option<List>) {
+    let requests = pod_resources::requests(pod);
+    let limits = pod_resources::limits(pod);
+    let resources = resources(pod, &requests, &limits, old);
+    (resources, Some(requests).filter(|l| !l.is_empty()))
 }
 
-/// `status.resources` of the allocated `pod`, given the status written before (`old`).
-pub(super) fn resources(pod: &Pod, old: &PodStatus) -> ResourceRequirements {
+/// `status.resources` of the allocated `pod` whose summed requests and limits are
+/// `requests` and `limits`, given the status written before (`old`).
+fn resources(pod: &Pod, requests: &List, limits: &Limits, old: &PodStatus) -> ResourceRequirements {
     let api_running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(RUNNING);
     let mut out = pod
         .spec
@@ -39,11 +45,11 @@ pub(super) fn resources(pod: &Pod, old: &PodStatus) -> ResourceRequirements {
         .unwrap_or_default();
     if !api_running {
         // `getEffectiveAllocatedResources`.
-        out.requests = Some(pod_resources::requests(pod)).filter(|l| !l.is_empty());
-        out.limits = Some(pod_resources::limits(pod).list).filter(|l| !l.is_empty());
+        out.requests = Some(requests.clone()).filter(|l| !l.is_empty());
+        out.limits = Some(limits.list.clone()).filter(|l| !l.is_empty());
         return out;
     }
-    let config = PodConfig::of(pod, &qos_class(pod));
+    let config = PodConfig::from_totals(requests, limits, &qos_class(pod));
     let old_running = old.phase.as_deref() == Some(RUNNING);
     let old_resources = old.resources.as_ref().filter(|_| old_running);
     let old_value = |limits: bool, name: &str| {
@@ -57,6 +63,7 @@ pub(super) fn resources(pod: &Pod, old: &PodStatus) -> ResourceRequirements {
         list.and_then(|l| l.get(name)).cloned()
     };
     let cpu = |list: &List| list.get("cpu").map_or(0, |q| amount_of("cpu", q));
+    let summed_memory = requests.get("memory");
     let mut requests = out.requests.take().unwrap_or_default();
     let mut limits = out.limits.take().unwrap_or_default();
 
@@ -65,9 +72,9 @@ pub(super) fn resources(pod: &Pod, old: &PodStatus) -> ResourceRequirements {
         requests.insert("cpu".into(), milli(cpu_request));
     }
     if !requests.contains_key("memory")
-        && let Some(memory) = pod_resources::requests(pod).remove("memory")
+        && let Some(memory) = summed_memory
     {
-        requests.insert("memory".into(), memory);
+        requests.insert("memory".into(), memory.clone());
     }
     if let Some(memory) = old_value(false, "memory") {
         requests.insert("memory".into(), memory);
@@ -130,27 +137,24 @@ mod tests {
 
     #[test]
     fn a_pod_not_yet_running_shows_its_allocation() {
-        let r = resources(&pod("Pending"), &PodStatus::default());
+        let (r, allocated) = status(&pod("Pending"), &PodStatus::default());
         assert_eq!(list(&r.requests), [("cpu", "150m"), ("memory", "96Mi")]);
         assert_eq!(list(&r.limits), [("cpu", "300m"), ("memory", "128Mi")]);
-        assert_eq!(
-            list(&allocated(&pod("Pending"))),
-            [("cpu", "150m"), ("memory", "96Mi")]
-        );
+        assert_eq!(list(&allocated), [("cpu", "150m"), ("memory", "96Mi")]);
     }
 
     #[test]
     fn a_running_pod_shows_its_cgroup_and_keeps_what_it_cannot_read() {
         let first = PodStatus {
             phase: Some(RUNNING.into()),
-            resources: Some(resources(&pod("Pending"), &PodStatus::default())),
+            resources: Some(status(&pod("Pending"), &PodStatus::default()).0),
             ..Default::default()
         };
-        let r = resources(&pod(RUNNING), &first);
+        let (r, _) = status(&pod(RUNNING), &first);
         assert_eq!(list(&r.requests), [("cpu", "150m"), ("memory", "96Mi")]);
         // No memory limit in the cgroup: the one shown before stays.
         assert_eq!(list(&r.limits), [("cpu", "300m"), ("memory", "128Mi")]);
-        let fresh = resources(&pod(RUNNING), &PodStatus::default());
+        let (fresh, _) = status(&pod(RUNNING), &PodStatus::default());
         assert_eq!(list(&fresh.limits), [("cpu", "300m")]);
     }
 
@@ -162,9 +166,8 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(
-            resources(&pod, &PodStatus::default()),
-            ResourceRequirements::default()
+            status(&pod, &PodStatus::default()),
+            (ResourceRequirements::default(), None)
         );
-        assert_eq!(allocated(&pod), None);
     }
 }

@@ -30,7 +30,9 @@ pub use client::{DEFAULT_CLUSTER_DOMAIN, ExecOutput, Readiness, Runtime, pod_key
 pub use error::{Error, Result};
 pub use labels::*;
 pub use logs::ContainerLog;
-pub use resources::{PodConfig, effective, linux_resources, quota_to_milli, shares_to_milli};
+pub use resources::{
+    PodConfig, effective, effective_limit, linux_resources, quota_to_milli, shares_to_milli,
+};
 pub use security::ImageUser;
 pub use status::{
     Container, ContainerState, ListedContainer, ListedSandbox, PodStatus, Sandbox, StatusCache,

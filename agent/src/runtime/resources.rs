@@ -10,6 +10,7 @@
 //! pod-level resize and read back for the pod's `status.resources`.
 
 use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use nodeconform_cri::v1 as cri;
 use nodeconform_resource::pod as pod_resources;
 
@@ -55,27 +56,39 @@ pub fn quota_to_milli(quota: i64) -> i64 {
     quota * 1000 / QUOTA_PERIOD
 }
 
-/// `container`'s resources as the runtime is given them (`GetLimits`): a CPU or memory
-/// limit it does not set is the pod-level one, where `pod` has pod-level limits.
-pub fn effective(pod: &Pod, container: &Container) -> ResourceRequirements {
-    let mut out = container.resources.clone().unwrap_or_default();
-    let pod_limits = pod
+/// `GetLimits` for one resource: `container`'s own limit of `name`, or, for CPU and memory
+/// where it sets none (or zero), `pod`'s pod-level one; `None` when neither is set.
+pub fn effective_limit<'a>(
+    pod: &'a Pod,
+    container: &'a Container,
+    name: &str,
+) -> Option<&'a Quantity> {
+    let nonzero = |list: Option<&'a List>| {
+        list.and_then(|l| l.get(name))
+            .filter(|q| resource::amount_of(name, q) != 0)
+    };
+    let own = container.resources.as_ref().and_then(|r| r.limits.as_ref());
+    let pod_level = pod
         .spec
         .as_ref()
         .and_then(|s| s.resources.as_ref())
         .and_then(|r| r.limits.as_ref());
-    for (name, q) in pod_limits.into_iter().flatten() {
-        let set = |l: &List| {
-            l.get(name)
-                .is_some_and(|v| resource::amount_of(name, v) != 0)
-        };
-        if matches!(name.as_str(), "cpu" | "memory")
-            && resource::amount_of(name, q) != 0
-            && !out.limits.as_ref().is_some_and(set)
-        {
+    match nonzero(own) {
+        Some(q) => Some(q),
+        None if matches!(name, "cpu" | "memory") => nonzero(pod_level).or_else(|| own?.get(name)),
+        None => own?.get(name),
+    }
+}
+
+/// `container`'s resources as the runtime is given them (`GetLimits`): a CPU or memory
+/// limit it does not set is the pod-level one, where `pod` has pod-level limits.
+pub fn effective(pod: &Pod, container: &Container) -> ResourceRequirements {
+    let mut out = container.resources.clone().unwrap_or_default();
+    for name in ["cpu", "memory"] {
+        if let Some(q) = effective_limit(pod, container, name) {
             out.limits
                 .get_or_insert_with(Default::default)
-                .insert(name.clone(), q.clone());
+                .insert(name.to_owned(), q.clone());
         }
     }
     out
@@ -98,11 +111,19 @@ impl PodConfig {
     /// the minimum shares and nothing else; a `Burstable` one a quota and a memory limit
     /// only where every container (or the pod) sets that limit.
     pub fn of(pod: &Pod, qos: &str) -> Self {
+        Self::from_totals(
+            &pod_resources::requests(pod),
+            &pod_resources::limits(pod),
+            qos,
+        )
+    }
+
+    /// The config of a pod of QoS class `qos` with the summed `requests` (`PodRequests`)
+    /// and `limits` (`PodLimits`).
+    pub fn from_totals(requests: &List, limits: &pod_resources::Limits, qos: &str) -> Self {
         let amount =
             |list: &List, name: &str| list.get(name).map_or(0, |q| resource::amount_of(name, q));
-        let requests = pod_resources::requests(pod);
-        let limits = pod_resources::limits(pod);
-        let cpu_shares = shares(amount(&requests, "cpu"));
+        let cpu_shares = shares(amount(requests, "cpu"));
         let cpu_quota = quota(amount(&limits.list, "cpu"));
         let memory = amount(&limits.list, "memory");
         match qos {

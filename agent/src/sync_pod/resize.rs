@@ -23,45 +23,45 @@ pub(crate) struct Actuated {
     pub(crate) pod: Option<Option<ResourceRequirements>>,
 }
 
-/// A resource list's CPU or memory amount (0 when absent).
-fn amount(r: &ResourceRequirements, limit: bool, name: &str) -> i64 {
-    let list: Option<&List> = if limit {
-        r.limits.as_ref()
-    } else {
-        r.requests.as_ref()
-    };
+/// A request's or limit's CPU or memory amount (0 when absent).
+fn amount(r: Option<&ResourceRequirements>, limit: bool, name: &str) -> i64 {
+    let list: Option<&List> = r.and_then(|r| {
+        if limit {
+            r.limits.as_ref()
+        } else {
+            r.requests.as_ref()
+        }
+    });
     list.and_then(|l| l.get(name))
         .map_or(0, |q| resource::amount_of(name, q))
 }
 
-/// Whether `name`'s request or limit differs between `a` and `b` (`Quantity.Equal`).
-fn changed(a: &ResourceRequirements, b: &ResourceRequirements, name: &str) -> bool {
-    [false, true]
-        .into_iter()
-        .any(|limit| amount(a, limit, name) != amount(b, limit, name))
+/// The pod-level resources.
+fn pod_level(pod: &Pod) -> Option<&ResourceRequirements> {
+    pod.spec.as_ref().and_then(|s| s.resources.as_ref())
 }
 
-/// The pod-level resources, absent read as empty.
-fn pod_level(pod: &Pod) -> ResourceRequirements {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.resources.clone())
-        .unwrap_or_default()
+/// Whether `name`'s request or limit differs between `want` and `have` (`Quantity.Equal`),
+/// each read by `amount`; read in place: this runs at every status write.
+fn changed(name: &str, want: impl Fn(bool, &str) -> i64, have: impl Fn(bool, &str) -> i64) -> bool {
+    [false, true]
+        .into_iter()
+        .any(|limit| want(limit, name) != have(limit, name))
 }
 
 /// Whether the pod's sandbox is sized to other pod-level CPU or memory than allocated
 /// (`isPodLevelResourcesResizeInProgress`); a pod the agent has not sized is not.
 fn pod_level_in_progress(pod: &Pod, actuated: &Actuated) -> bool {
-    let Some(had) = &actuated.pod else {
+    let (Some(had), Some(want)) = (&actuated.pod, pod_level(pod)) else {
         return false;
     };
-    let want = pod.spec.as_ref().and_then(|s| s.resources.as_ref());
-    want.is_some() && {
-        let had = had.clone().unwrap_or_default();
-        ["cpu", "memory"]
-            .into_iter()
-            .any(|name| changed(&pod_level(pod), &had, name))
-    }
+    ["cpu", "memory"].into_iter().any(|name| {
+        changed(
+            name,
+            |limit, name| amount(Some(want), limit, name),
+            |limit, name| amount(had.as_ref(), limit, name),
+        )
+    })
 }
 
 /// Records the pod-level resources a new sandbox was sized to.
@@ -107,21 +107,26 @@ pub(super) fn restart_message(name: &str) -> String {
     format!("Container {name} resize requires restart")
 }
 
-/// Whether `running` runs with other CPU or memory than `spec` is allocated in `pod`; a
+/// The resources (CPU, memory) `running` runs with other amounts of than `spec` is allocated
+/// in `pod`, its limits defaulting to the pod's as [`runtime::effective`] gives them; a
 /// container from before the agent started runs as allocated.
-fn container_changed(
-    pod: &Pod,
-    spec: &Container,
+fn container_changed<'a>(
+    pod: &'a Pod,
+    spec: &'a Container,
     running: &runtime::Container,
-    actuated: &Actuated,
-) -> Option<(ResourceRequirements, Vec<&'static str>)> {
-    let want = runtime::effective(pod, spec);
-    let have = actuated.containers.get(&running.id).unwrap_or(&want);
-    let names: Vec<&str> = ["cpu", "memory"]
-        .into_iter()
-        .filter(|name| changed(&want, have, name))
-        .collect();
-    (!names.is_empty()).then_some((want, names))
+    actuated: &'a Actuated,
+) -> impl Iterator<Item = &'static str> + 'a {
+    let have = actuated.containers.get(&running.id);
+    let want = move |limit: bool, name: &str| {
+        if limit {
+            runtime::effective_limit(pod, spec, name).map_or(0, |q| resource::amount_of(name, q))
+        } else {
+            amount(spec.resources.as_ref(), false, name)
+        }
+    };
+    ["cpu", "memory"].into_iter().filter(move |name| {
+        have.is_some_and(|have| changed(name, want, |limit, name| amount(Some(have), limit, name)))
+    })
 }
 
 /// Whether the pod has a running container, or a sandbox, whose resources are not yet what
@@ -131,7 +136,7 @@ pub(crate) fn in_progress(pod: &Pod, rt: &runtime::PodStatus, actuated: &Actuate
         || all_containers(pod).any(|c| {
             rt.latest(&c.name)
                 .filter(|l| l.state == runtime::ContainerState::Running)
-                .is_some_and(|l| container_changed(pod, c, l, actuated).is_some())
+                .is_some_and(|l| container_changed(pod, c, l, actuated).next().is_some())
         })
 }
 
@@ -142,9 +147,10 @@ pub(super) fn action(
     running: &runtime::Container,
     actuated: &Actuated,
 ) -> Option<Action> {
-    let (_, names) = container_changed(pod, spec, running, actuated)?;
+    let mut names = container_changed(pod, spec, running, actuated).peekable();
+    names.peek()?;
     // `determineContainerResize`: a resource without a policy does not need a restart.
-    let restart = names.into_iter().any(|name| {
+    let restart = names.any(|name| {
         spec.resize_policy
             .iter()
             .flatten()

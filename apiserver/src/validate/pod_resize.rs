@@ -64,17 +64,7 @@ pub(super) fn resize(old: &Value, new: &Value) -> Vec<FieldError> {
             .enumerate()
         {
             let path = format!("spec.{key}[{i}].resources");
-            for part in ["requests", "limits"] {
-                if removed(
-                    was.pointer(&format!("/resources/{part}")),
-                    now.pointer(&format!("/resources/{part}")),
-                ) {
-                    out.push(FieldError::forbidden(
-                        format!("{path}.{part}"),
-                        format!("resource {part} cannot be removed"),
-                    ));
-                }
-            }
+            lists_removed(was, now, &path, "resource", &mut out);
         }
     }
     let mut masked = new_spec.clone();
@@ -136,17 +126,13 @@ fn pod_level(old_spec: &Value, new_spec: &Value) -> Vec<FieldError> {
     }
     let mut out = Vec::new();
     if was.is_some() {
-        for (part, what) in [("requests", "requests"), ("limits", "limits")] {
-            if removed(
-                old_spec.pointer(&format!("/resources/{part}")),
-                new_spec.pointer(&format!("/resources/{part}")),
-            ) {
-                out.push(FieldError::forbidden(
-                    format!("spec.resources.{part}"),
-                    format!("pod-level resource {what} cannot be removed"),
-                ));
-            }
-        }
+        lists_removed(
+            old_spec,
+            new_spec,
+            "spec.resources",
+            "pod-level resource",
+            &mut out,
+        );
     }
     // `dropCPUMemoryResourceRequirementsUpdates`: the spec shaped like a container, its
     // `resources` with the old cpu and memory.
@@ -200,6 +186,23 @@ fn ordering(old_spec: &Value, new_spec: &Value) -> Vec<FieldError> {
         }
     }
     out
+}
+
+/// `resourcesRemoved` of `resources.requests` and `resources.limits` of `was` and `now` (a
+/// container, or the spec for pod-level resources): `<path>.requests: Forbidden: <what>
+/// requests cannot be removed`, and the same for limits.
+fn lists_removed(was: &Value, now: &Value, path: &str, what: &str, out: &mut Vec<FieldError>) {
+    for part in ["requests", "limits"] {
+        if removed(
+            was.pointer(&format!("/resources/{part}")),
+            now.pointer(&format!("/resources/{part}")),
+        ) {
+            out.push(FieldError::forbidden(
+                format!("{path}.{part}"),
+                format!("{what} {part} cannot be removed"),
+            ));
+        }
+    }
 }
 
 /// `resourcesRemoved`: a resource the old list had is missing from the new one.

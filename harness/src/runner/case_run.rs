@@ -75,12 +75,24 @@ struct Ctx<'a> {
     kubelet: String,
 }
 
-/// Runs one case on a fresh node from `nodes`, in its own namespace; always cleans up.
+/// The API server's release as `/version` gives it (`gitVersion`; empty when it cannot be
+/// read), which [`run`] holds cases to: read once per run.
+pub async fn api_server_version(client: &kube::Client) -> String {
+    client
+        .apiserver_version()
+        .await
+        .map(|info| info.git_version)
+        .unwrap_or_default()
+}
+
+/// Runs one case on a fresh node from `nodes`, in its own namespace, against an API server
+/// of release `server` (its `gitVersion`); always cleans up.
 pub async fn run(
     client: &kube::Client,
     nodes: &Nodes,
     janitor: &Janitor,
     loaded: &LoadedCase,
+    server: &str,
 ) -> CaseReport {
     let start = Instant::now();
     let case = &loaded.case;
@@ -108,13 +120,8 @@ pub async fn run(
     };
     report.node = Some(node.name.clone());
     let kubelet = kubelet_version(client, &node.name).await;
-    let server = client
-        .apiserver_version()
-        .await
-        .map(|info| info.git_version)
-        .unwrap_or_default();
     let admitted = case.versions().admits(&kubelet);
-    if let Err(reason) = admitted.and_then(|()| case.versions().admits_server(&server)) {
+    if let Err(reason) = admitted.and_then(|()| case.versions().admits_server(server)) {
         nodes.release(node).await;
         report.outcome = Outcome::Ignored;
         report.reason = Some(reason);

@@ -136,11 +136,14 @@ impl Runner {
                 None => runnable.push(case),
             }
         }
+        // The API server's release, read once: cases that apply from a newer one are ignored.
+        let server = case_run::api_server_version(&self.client).await;
+        let server = server.as_str();
         let mut stream = futures::stream::iter(start_order(runnable).into_iter().map(|case| {
             let client = self.client.clone();
             let nodes = Arc::clone(&self.nodes);
             let janitor = Arc::clone(&self.janitor);
-            async move { case_run::run(&client, &nodes, &janitor, case).await }
+            async move { case_run::run(&client, &nodes, &janitor, case, server).await }
         }))
         .buffer_unordered(self.jobs.max(1));
         let mut interrupt = std::pin::pin!(interrupt);
