@@ -1,7 +1,7 @@
 //! The agent's kubelet endpoint (the kubelet's port 10250 server): HTTPS with a
 //! self-signed certificate made at start, on 127.0.0.1 unless asked otherwise,
-//! serving `GET /containerLogs/{namespace}/{pod}/{container}` ([`crate::pod_logs`])
-//! and `/healthz`. Its port is the Node's `daemonEndpoints.kubeletEndpoint.Port`,
+//! serving `GET /containerLogs/{namespace}/{pod}/{container}` ([`crate::pod_logs`]),
+//! `/exec`, `/attach` and `/portForward` ([`crate::streaming`]) and `/healthz`. Its port is the Node's `daemonEndpoints.kubeletEndpoint.Port`,
 //! where the API server sends `kubectl logs`.
 //!
 //! Like a kubelet with anonymous authentication and `AlwaysAllow`, it does not
@@ -30,6 +30,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tracing::Instrument;
 
 use crate::pod_logs::{self, Context, Query};
+use crate::streaming;
 
 /// Errors starting the server.
 #[derive(Debug, thiserror::Error)]
@@ -89,7 +90,7 @@ pub async fn spawn(
                         async move { Ok::<_, Infallible>(route(&ctx, req, stop).await) }
                     });
                     let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(tls), service)
+                        .serve_connection_with_upgrades(TokioIo::new(tls), service)
                         .await;
                 }
                 .in_current_span(),
@@ -124,14 +125,26 @@ async fn route<B>(
     req: Request<B>,
     shutdown: watch::Receiver<bool>,
 ) -> Response<Body> {
-    let path = req.uri().path();
+    let path = req.uri().path().to_owned();
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    if let Some(target) = streaming::Target::parse(&segments, req.uri().query()) {
+        if req.method() != Method::GET && req.method() != Method::POST {
+            return text(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed".into());
+        }
+        return match streaming::serve(ctx, req, target).await {
+            Ok(resp) => resp.map(|b| Full::new(b).boxed_unsync()),
+            Err(err) => {
+                tracing::debug!(%path, error = %err, "streaming request refused");
+                text(err.code(), err.to_string())
+            }
+        };
+    }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed".into());
     }
     if path == "/healthz" {
         return text(StatusCode::OK, "ok".into());
     }
-    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let ["containerLogs", namespace, pod, container] = segments.as_slice() else {
         return text(StatusCode::NOT_FOUND, "404 page not found\n".into());
     };

@@ -85,6 +85,7 @@ pub mod runtime;
 pub mod server;
 pub mod static_pods;
 pub mod status_manager;
+pub mod streaming;
 pub mod sync_loop;
 pub mod sync_pod;
 pub mod timings;

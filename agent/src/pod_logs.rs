@@ -241,18 +241,7 @@ pub async fn open(
     container: &str,
     query: &Query,
 ) -> Result<Opened, Error> {
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
-    let pod = pods
-        .get_opt(pod_name)
-        .await
-        .map_err(|error| Error::Api {
-            pod: pod_name.to_owned(),
-            error,
-        })?
-        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&ctx.node_name))
-        .ok_or_else(|| Error::PodNotFound {
-            pod: pod_name.to_owned(),
-        })?;
+    let pod = node_pod(ctx, namespace, pod_name).await?;
     if !has_container(&pod, container) {
         return Err(Error::NoSuchContainer {
             container: container.to_owned(),
@@ -289,6 +278,22 @@ pub async fn open(
         log,
         container_id: id,
     })
+}
+
+/// Pod `namespace/name` if it is bound to this node (the kubelet's
+/// `GetPodByName` on its pod manager).
+pub async fn node_pod(ctx: &Context, namespace: &str, name: &str) -> Result<Pod, Error> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    pods.get_opt(name)
+        .await
+        .map_err(|error| Error::Api {
+            pod: name.to_owned(),
+            error,
+        })?
+        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&ctx.node_name))
+        .ok_or_else(|| Error::PodNotFound {
+            pod: name.to_owned(),
+        })
 }
 
 fn has_container(pod: &Pod, name: &str) -> bool {

@@ -134,6 +134,13 @@ pub fn resource_list(group: &str, version: &str, release: Version) -> Value {
             list.push(eviction);
             list.push(entry(r, "pods/binding".into(), "Binding", &["create"]));
             list.push(entry(r, "pods/log".into(), "Pod", &["get"]));
+            for (sub, kind) in [
+                ("attach", "PodAttachOptions"),
+                ("exec", "PodExecOptions"),
+                ("portforward", "PodPortForwardOptions"),
+            ] {
+                list.push(entry(r, format!("pods/{sub}"), kind, &["create", "get"]));
+            }
             if release.pods_resize() {
                 list.push(entry(
                     r,
@@ -186,6 +193,9 @@ mod tests {
             "pods/eviction",
             "pods/binding",
             "pods/log",
+            "pods/exec",
+            "pods/attach",
+            "pods/portforward",
             "pods/resize",
             "nodes/status",
             "serviceaccounts/token",

@@ -1,6 +1,6 @@
 //! Request handling: authentication, routing, and one function per verb (get, list, watch,
 //! create, update, patch, delete, deletecollection) plus the `eviction`, `binding`, `token`
-//! and `log` subresources. Every failure becomes a `metav1.Status` through [`crate::status`].
+//! and `log` subresources, and the streaming ones (`exec`, `attach`, `portforward`). Every failure becomes a `metav1.Status` through [`crate::status`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +21,9 @@ use crate::status::{self, Error, Result};
 use crate::store::WatchStart;
 use crate::strategy::{self, Part};
 use crate::table::View;
-use crate::{auth, binding, discovery, meta, openapi, pod_log, subresources, validation, watch};
+use crate::{
+    auth, binding, discovery, meta, openapi, pod_connect, pod_log, subresources, validation, watch,
+};
 
 /// Everything a request handler needs.
 pub struct Context {
@@ -58,6 +60,15 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
         auth::check(ctx.token.as_deref(), &parts.headers)?;
     }
     let route = route?;
+    if let Route::Object(target) = &route
+        && target.name.is_some()
+        && matches!(
+            target.subresource.as_deref(),
+            Some("exec" | "attach" | "portforward")
+        )
+    {
+        return pod_connect::serve(ctx, target, Request::from_parts(parts, body)).await;
+    }
     let query = Query::parse(parts.uri.query());
     // Logs are text: a client may accept only `text/plain`.
     let text = matches!(&route, Route::Object(t) if t.subresource.as_deref() == Some("log"));

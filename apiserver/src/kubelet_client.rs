@@ -21,6 +21,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
 use tokio_rustls::rustls::client::danger::{
     HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
 };
@@ -136,26 +137,10 @@ impl KubeletClient {
     /// `GET https://{location}{path_and_query}`; transport failures are a 500
     /// worded like Go's HTTP client.
     pub async fn get(&self, at: &Location, path_and_query: &str) -> Result<Response<Incoming>> {
-        let host = if at.host.contains(':') {
-            format!("[{}]:{}", at.host, at.port)
-        } else {
-            format!("{}:{}", at.host, at.port)
-        };
-        let url = format!("https://{host}{path_and_query}");
+        let (tls, host) = self.connect(at, "Get", path_and_query).await?;
         let fail = |what: String| Error::Unreachable {
-            message: format!("Get {url:?}: {what}"),
+            message: format!("Get \"https://{host}{path_and_query}\": {what}"),
         };
-        let stream = connect(at).await.map_err(&fail)?;
-        let name = match at.host.parse::<IpAddr>() {
-            Ok(ip) => ServerName::IpAddress(ip.into()),
-            Err(_) => ServerName::try_from(at.host.clone())
-                .map_err(|e| fail(format!("invalid host name: {e}")))?,
-        };
-        let tls = self
-            .tls
-            .connect(name, stream)
-            .await
-            .map_err(|e| fail(format!("tls: {e}")))?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
             .await
             .map_err(|e| fail(e.to_string()))?;
@@ -172,6 +157,37 @@ impl KubeletClient {
             .send_request(request)
             .await
             .map_err(|e| fail(e.to_string()))
+    }
+
+    /// A TLS connection to the kubelet at `at`, and the `host:port` to name
+    /// it by; failures are worded as Go's client words them for a `method`
+    /// request of `path_and_query`.
+    pub async fn connect(
+        &self,
+        at: &Location,
+        method: &str,
+        path_and_query: &str,
+    ) -> Result<(TlsStream<TcpStream>, String)> {
+        let host = if at.host.contains(':') {
+            format!("[{}]:{}", at.host, at.port)
+        } else {
+            format!("{}:{}", at.host, at.port)
+        };
+        let fail = |what: String| Error::Unreachable {
+            message: format!("{method} \"https://{host}{path_and_query}\": {what}"),
+        };
+        let stream = connect(at).await.map_err(&fail)?;
+        let name = match at.host.parse::<IpAddr>() {
+            Ok(ip) => ServerName::IpAddress(ip.into()),
+            Err(_) => ServerName::try_from(at.host.clone())
+                .map_err(|e| fail(format!("invalid host name: {e}")))?,
+        };
+        let tls = self
+            .tls
+            .connect(name, stream)
+            .await
+            .map_err(|e| fail(format!("tls: {e}")))?;
+        Ok((tls, host))
     }
 }
 

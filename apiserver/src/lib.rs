@@ -13,7 +13,9 @@
 //! and [`openapi`]; `pods/eviction` and `serviceaccounts/token` through [`subresources`];
 //! `pods/binding` through [`binding`], used by the optional one-node [`scheduler`];
 //! `pods/resize` through the registry with [`strategy`], then [`pod_resize_admission`];
-//! `pods/log` through [`pod_log`], proxied to the node's kubelet by [`kubelet_client`];
+//! `pods/log` through [`pod_log`], proxied to the node's kubelet by [`kubelet_client`], and
+//! `pods/exec`, `pods/attach` and `pods/portforward` through [`pod_connect`], whose upgraded
+//! connections are spliced to the kubelet's;
 //! events.k8s.io/v1 events are converted to and from core/v1 by [`events`].
 //! Every error leaves as a `metav1.Status` via [`status`]. [`node_lifecycle`] optionally
 //! plays the node lifecycle controller. [`version`] is the release the double answers as
@@ -51,6 +53,7 @@ pub mod node_declared_features;
 pub mod node_lifecycle;
 pub mod openapi;
 pub mod patch;
+pub mod pod_connect;
 pub mod pod_log;
 pub mod pod_resize_admission;
 pub mod protobuf;

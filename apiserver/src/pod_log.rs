@@ -193,6 +193,13 @@ pub fn container(pod: &Value, name: &str, asked: Option<&str>) -> Result<String>
     }
 }
 
+/// The node a pod is bound to (empty when it is not).
+pub fn node_name(pod: &Value) -> &str {
+    pod.pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
 /// `GET pods/{name}/log`.
 pub async fn serve(ctx: &Context, target: &Target, query: &Query) -> Result<Response<Body>> {
     require_namespace(target)?;
@@ -201,11 +208,7 @@ pub async fn serve(ctx: &Context, target: &Target, query: &Query) -> Result<Resp
     options.validate(name)?;
     let pod = ctx.registry.get(&resources::PODS, target.ns(), name)?;
     let container = container(&pod.value, name, options.container.as_deref())?;
-    let node_name = pod
-        .value
-        .pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let node_name = node_name(&pod.value);
     if node_name.is_empty() {
         // Not scheduled: upstream streams nothing.
         return Ok(h::bytes(200, "text/plain", Bytes::new()));

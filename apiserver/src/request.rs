@@ -110,7 +110,9 @@ fn resource_route(group: &str, version: &str, rest: &[&str]) -> Result<Route> {
     let served = match rest.get(2).copied() {
         None => true,
         Some("status") => resource.status_subresource,
-        Some("eviction" | "binding" | "log" | "resize") => std::ptr::eq(resource, &resources::PODS),
+        Some("eviction" | "binding" | "log" | "resize" | "exec" | "attach" | "portforward") => {
+            std::ptr::eq(resource, &resources::PODS)
+        }
         Some("token") => std::ptr::eq(resource, &resources::SERVICEACCOUNTS),
         Some(_) => false,
     };

@@ -285,11 +285,15 @@ async fn serve_connection(stream: TcpStream, acceptor: Option<TlsAcceptor>, ctx:
     let result = match acceptor {
         None => {
             builder
-                .serve_connection(TokioIo::new(stream), service)
+                .serve_connection_with_upgrades(TokioIo::new(stream), service)
                 .await
         }
         Some(acceptor) => match acceptor.accept(stream).await {
-            Ok(tls) => builder.serve_connection(TokioIo::new(tls), service).await,
+            Ok(tls) => {
+                builder
+                    .serve_connection_with_upgrades(TokioIo::new(tls), service)
+                    .await
+            }
             Err(e) => {
                 tracing::debug!(error = %e, "TLS handshake failed");
                 return;

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use nodeconform_cri::v1;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 
-use crate::script::{Context, Outcome, Program, Signal};
+use crate::script::{Context, Outcome, Program, Signal, Stream};
 
 /// A container's lifecycle. A container starts once and exits once; a
 /// restart is a new container.
@@ -74,6 +74,11 @@ pub(crate) struct Container {
     pub signals: Option<mpsc::UnboundedSender<Signal>>,
     /// Flips to `true` when the process has exited.
     pub exited: watch::Sender<bool>,
+    /// The running process's standard input (`stdin: true`), written by
+    /// `Attach` clients; dropped to end it.
+    pub stdin: Option<mpsc::UnboundedSender<bytes::Bytes>>,
+    /// The running process's output, to `Attach` clients as it is written.
+    pub attached: broadcast::Sender<(Stream, String)>,
     pub task: Option<tokio::task::AbortHandle>,
 }
 

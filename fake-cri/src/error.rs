@@ -178,6 +178,10 @@ pub enum StartError {
         path: PathBuf,
     },
     /// Creating, binding or securing the socket failed.
+    /// The streaming server (the URLs of `Exec`, `Attach`, `PortForward`)
+    /// could not bind 127.0.0.1.
+    #[error("binding the streaming server on 127.0.0.1")]
+    Streaming(#[source] std::io::Error),
     #[error("binding socket {path}")]
     Bind {
         /// The socket path.

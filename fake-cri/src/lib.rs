@@ -48,6 +48,7 @@ pub mod server;
 mod servers;
 mod service;
 mod stats;
+mod streaming;
 
 pub use control::{Control, ControlError, KillTarget, Snapshot};
 pub use error::{Error, StartError};

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use chrono::{SecondsFormat, Utc};
+use tokio::sync::broadcast;
 
 use crate::script::{Output, Stream};
 
@@ -14,12 +15,22 @@ use crate::script::{Output, Stream};
 #[derive(Debug)]
 pub(crate) struct LogFile {
     path: Option<PathBuf>,
+    attached: Option<broadcast::Sender<(Stream, String)>>,
 }
 
 impl LogFile {
     /// A writer to `path`; `None` (no log path in the request) discards output.
     pub(crate) fn new(path: Option<PathBuf>) -> Self {
-        Self { path }
+        Self {
+            path,
+            attached: None,
+        }
+    }
+
+    /// Also hands every write to the clients attached through `attached`.
+    pub(crate) fn attached(mut self, attached: broadcast::Sender<(Stream, String)>) -> Self {
+        self.attached = Some(attached);
+        self
     }
 
     /// Creates the file (and its directory) empty if it does not exist yet,
@@ -62,6 +73,10 @@ pub(crate) fn format_entries(stream: Stream, text: &str) -> String {
 
 impl Output for LogFile {
     fn write(&mut self, stream: Stream, text: &str) {
+        if let Some(attached) = &self.attached {
+            // No receivers is no one attached.
+            let _ = attached.send((stream, text.to_owned()));
+        }
         let Some(path) = &self.path else { return };
         let entries = format_entries(stream, text);
         let result = std::fs::OpenOptions::new()

@@ -18,6 +18,7 @@ use crate::error::StartError;
 use crate::images::Catalog;
 use crate::runtime::{CgroupDriver, Config, Runtime};
 use crate::service::Cri;
+use crate::streaming::Streaming;
 
 /// gRPC messages up to 16 MiB, as the kubelet allows.
 const MAX_MESSAGE: usize = 16 << 20;
@@ -104,8 +105,18 @@ impl Builder {
                 return Err(error);
             }
         };
+        let (streaming, streaming_task) =
+            match Streaming::start(Arc::clone(&runtime), shutdown.subscribe()).await {
+                Ok(started) => started,
+                Err(source) => {
+                    drop((listener, control_listener));
+                    let _ = std::fs::remove_file(&socket);
+                    return Err(StartError::Streaming(source));
+                }
+            };
         let cri = Cri {
             runtime: Arc::clone(&runtime),
+            streaming,
         };
         let grpc = tonic::transport::Server::builder()
             .add_service(
@@ -122,11 +133,14 @@ impl Builder {
                 UnixListenerStream::new(listener).map_ok(Normalized::new),
                 stopped(shutdown.subscribe()),
             );
-        let mut tasks = vec![tokio::spawn(async move {
-            if let Err(error) = grpc.await {
-                tracing::error!(%error, "CRI server failed");
-            }
-        })];
+        let mut tasks = vec![
+            streaming_task,
+            tokio::spawn(async move {
+                if let Err(error) = grpc.await {
+                    tracing::error!(%error, "CRI server failed");
+                }
+            }),
+        ];
 
         let control = Control::new(Arc::clone(&runtime));
         if let Some(listener) = control_listener {

@@ -79,6 +79,8 @@ impl Server {
                     Vec::new()
                 }
             }
+            // cri-tools' nginx for host-network pods, on a port the host leaves free.
+            name if name.starts_with("hostnet-nginx") => vec![Server::Web { port: 12003 }],
             _ => Vec::new(),
         }
     }

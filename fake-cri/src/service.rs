@@ -12,11 +12,14 @@ use tonic::{Request, Response, Status};
 
 use crate::error::Error;
 use crate::runtime::{CgroupDriver, Runtime};
+use crate::streaming::Streaming;
 
 /// Both CRI services over one runtime.
 #[derive(Debug, Clone)]
 pub(crate) struct Cri {
     pub runtime: Arc<Runtime>,
+    /// Hands out the URLs of `Exec`, `Attach` and `PortForward`.
+    pub streaming: Arc<Streaming>,
 }
 
 type Reply<T> = Result<Response<T>, Status>;
@@ -254,34 +257,38 @@ impl RuntimeService for Cri {
             .await?)
     }
 
-    async fn exec(&self, _: Request<v1::ExecRequest>) -> Reply<v1::ExecResponse> {
+    async fn exec(&self, request: Request<v1::ExecRequest>) -> Reply<v1::ExecResponse> {
         self.fault("Exec").await?;
-        Err(Error::Unimplemented {
-            rpc: "Exec",
-            hint: "streaming exec needs a streaming server; use ExecSync",
-        }
-        .into())
+        let request = request.into_inner();
+        self.runtime
+            .running_container_exists(&request.container_id, "exec in it")?;
+        ok(v1::ExecResponse {
+            url: self.streaming.exec(request)?,
+        })
     }
 
-    async fn attach(&self, _: Request<v1::AttachRequest>) -> Reply<v1::AttachResponse> {
+    async fn attach(&self, request: Request<v1::AttachRequest>) -> Reply<v1::AttachResponse> {
         self.fault("Attach").await?;
-        Err(Error::Unimplemented {
-            rpc: "Attach",
-            hint: "simulated containers have no terminal; read the container log instead",
-        }
-        .into())
+        let request = request.into_inner();
+        self.runtime
+            .running_container_exists(&request.container_id, "attach to it")?;
+        ok(v1::AttachResponse {
+            url: self.streaming.attach(request)?,
+        })
     }
 
     async fn port_forward(
         &self,
-        _: Request<v1::PortForwardRequest>,
+        request: Request<v1::PortForwardRequest>,
     ) -> Reply<v1::PortForwardResponse> {
         self.fault("PortForward").await?;
-        Err(Error::Unimplemented {
-            rpc: "PortForward",
-            hint: "simulated containers listen on no ports",
+        let request = request.into_inner();
+        if !request.pod_sandbox_id.is_empty() {
+            self.runtime.sandbox_address(&request.pod_sandbox_id)?;
         }
-        .into())
+        ok(v1::PortForwardResponse {
+            url: self.streaming.port_forward(request)?,
+        })
     }
 
     async fn container_stats(

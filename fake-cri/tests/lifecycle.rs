@@ -64,15 +64,7 @@ async fn sandbox_run_status_list_stop_remove() {
         "a loopback pod IP, got {ip:?}"
     );
     assert!(response.containers_statuses.is_empty());
-    let db_ip = env
-        .sandbox_status(&db)
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .network
-        .unwrap()
-        .ip;
+    let db_ip = env.pod_ip(&db).await;
     assert_ne!(ip, db_ip, "each pod has its own IP");
 
     // Filters: id (full or prefix), state, label selector.

@@ -1,5 +1,5 @@
 //! The RuntimeService RPCs beyond the lifecycle: version, status, runtime
-//! config, stats, resources, logs, ExecSync and the unimplemented streams.
+//! config, stats, resources, logs and ExecSync (the streaming RPCs: `streaming.rs`).
 
 mod common;
 
@@ -111,15 +111,7 @@ async fn update_runtime_config_refuses_a_malformed_cidr() {
         .await
         .unwrap();
     let id = env.sandbox("a").await;
-    let ip = env
-        .sandbox_status(&id)
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .network
-        .unwrap()
-        .ip;
+    let ip = env.pod_ip(&id).await;
     assert!(ip.starts_with("127.9."), "{ip}");
 }
 
@@ -142,15 +134,7 @@ async fn update_runtime_config_sets_a_loopback_pod_cidr_only() {
     let mut ips = Vec::new();
     for name in ["a", "b", "c"] {
         let id = env.sandbox(name).await;
-        let ip = env
-            .sandbox_status(&id)
-            .await
-            .unwrap()
-            .status
-            .unwrap()
-            .network
-            .unwrap()
-            .ip;
+        let ip = env.pod_ip(&id).await;
         assert!(
             ip.starts_with("127.244.7."),
             "IP {ip:?} is outside 127.244.7.0/24"
@@ -172,15 +156,7 @@ async fn update_runtime_config_sets_a_loopback_pod_cidr_only() {
         .await
         .unwrap();
     let id = env.sandbox("d").await;
-    let ip = env
-        .sandbox_status(&id)
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .network
-        .unwrap()
-        .ip;
+    let ip = env.pod_ip(&id).await;
     assert!(ip.starts_with("127.244.7."), "{ip}");
 }
 
@@ -201,69 +177,6 @@ async fn metrics_rpcs_answer_empty() {
         .unwrap()
         .into_inner();
     assert!(metrics.pod_metrics.is_empty());
-}
-
-#[tokio::test]
-async fn streaming_rpcs_are_unimplemented_with_a_clear_message() {
-    let mut env = Env::start().await;
-    let sandbox = env.sandbox("pod").await;
-    let id = env.run(&sandbox, "c", "sleep 600").await;
-    let check = |rpc: &str, result: Result<(), tonic::Status>| {
-        let message = expect_code(result, Code::Unimplemented);
-        assert!(
-            message.contains(rpc) && message.contains("not implemented"),
-            "{rpc}: {message:?}"
-        );
-    };
-    let exec = env
-        .runtime
-        .exec(v1::ExecRequest {
-            container_id: id.clone(),
-            cmd: vec!["sh".to_owned()],
-            stdout: true,
-            ..Default::default()
-        })
-        .await;
-    check("Exec", exec.map(|_| ()));
-    let message = expect_code(
-        env.runtime
-            .exec(v1::ExecRequest {
-                container_id: id.clone(),
-                ..Default::default()
-            })
-            .await,
-        Code::Unimplemented,
-    );
-    assert!(
-        message.contains("ExecSync"),
-        "the message points to ExecSync: {message}"
-    );
-    let attach = env
-        .runtime
-        .attach(v1::AttachRequest {
-            container_id: id.clone(),
-            stdout: true,
-            ..Default::default()
-        })
-        .await;
-    check("Attach", attach.map(|_| ()));
-    let forward = env
-        .runtime
-        .port_forward(v1::PortForwardRequest {
-            pod_sandbox_id: sandbox.clone(),
-            port: vec![80],
-        })
-        .await;
-    check("PortForward", forward.map(|_| ()));
-    let checkpoint = env
-        .runtime
-        .checkpoint_container(v1::CheckpointContainerRequest {
-            container_id: id.clone(),
-            location: "/tmp/x.tar".to_owned(),
-            timeout: 10,
-        })
-        .await;
-    check("CheckpointContainer", checkpoint.map(|_| ()));
 }
 
 #[tokio::test]

@@ -125,6 +125,8 @@ async fn classic_upstream_reads_of_mounted_volumes() {
             "/etc/podinfo/labels:22",
             "tests-pass",
             "configmap-volume",
+            // containerd's host name file.
+            "hostname",
             "podinfo",
         ]
     );

@@ -256,3 +256,195 @@ async fn an_agent_that_exits_is_a_clear_error() {
     assert!(out.stdout.is_empty());
     assert!(!tmp.path().join("cri.sock").exists());
 }
+
+/// The API server's `host:port` from the kubeconfig `up` wrote (plain HTTP, no token).
+fn api_authority(kubeconfig: &Path) -> String {
+    let text = std::fs::read_to_string(kubeconfig).unwrap();
+    let server = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: http://"))
+        .expect("an http server line");
+    server.trim_end_matches('/').to_owned()
+}
+
+fn pod_with(name: &str, container: serde_json::Value) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"containers": [container]}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn exec_attach_port_forward_and_logs_reach_pods_through_the_api_server() {
+    use nodeconform_stream::client;
+    let up = up(&["--fast"]).await;
+    let pods: Api<Pod> = Api::namespaced(up.client().await, "default");
+    let script = "echo ready > /tmp/state; while true; do echo tick; sleep 1; done";
+    for pod in [
+        pod_with(
+            "s",
+            json!({"name": "c", "image": "busybox", "command": ["sh", "-c", script]}),
+        ),
+        pod_with("web", json!({"name": "web", "image": "nginx"})),
+    ] {
+        let name = pod.metadata.name.clone().unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+        tokio::time::timeout(
+            WAIT,
+            await_condition(pods.clone(), &name, is_bound_and_running),
+        )
+        .await
+        .expect("Running in time")
+        .unwrap();
+    }
+    let api = api_authority(&up.kubeconfig);
+    let dial = || async { tokio::net::TcpStream::connect(api.as_str()).await.unwrap() };
+
+    // A Rust client speaking what client-go's SPDY executor speaks.
+    let exec = "/api/v1/namespaces/default/pods/s/exec?command=cat&command=%2Fetc%2Fhostname&command=%2Ftmp%2Fstate&stdout=true&stderr=true";
+    let out = client::exec(dial().await, &api, exec, None).await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "s\nready\n");
+    assert_eq!(out.exit_code(), Some(0), "{}", out.error);
+    let cat =
+        "/api/v1/namespaces/default/pods/s/exec?command=cat&stdin=true&stdout=true&stderr=true";
+    let out = client::exec(dial().await, &api, cat, Some("typed\n".into()))
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "typed\n");
+    let fail = "/api/v1/namespaces/default/pods/s/exec?command=sh&command=-c&command=exit+3&stdout=true&stderr=true";
+    let out = client::exec(dial().await, &api, fail, None).await.unwrap();
+    assert_eq!(out.exit_code(), Some(3), "{}", out.error);
+    let forward = "/api/v1/namespaces/default/pods/web/portforward";
+    let request =
+        bytes::Bytes::from_static(b"GET / HTTP/1.1\r\nHost: web\r\nConnection: close\r\n\r\n");
+    let (response, error) = client::forward_once(dial().await, &api, forward, 80, request)
+        .await
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&response).starts_with("HTTP/1.1 200"),
+        "{error}"
+    );
+
+    // Refusals are kube-apiserver's, and the node agent's passed through.
+    let refused = |path: &'static str| {
+        let api = api.clone();
+        async move {
+            match client::exec(dial().await, &api, path, None).await {
+                Err(client::Error::Refused { status, body }) => (status.as_u16(), body),
+                other => panic!("{path}: refused, not {other:?}"),
+            }
+        }
+    };
+    let (code, body) =
+        refused("/api/v1/namespaces/default/pods/nope/exec?command=ls&stdout=1").await;
+    assert_eq!(code, 404, "{body}");
+    assert!(
+        body.contains(r#""message":"pods \"nope\" not found""#),
+        "{body}"
+    );
+    let (code, body) =
+        refused("/api/v1/namespaces/default/pods/s/exec?command=ls&stdout=1&container=x").await;
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body.contains("container x is not valid for pod s"),
+        "{body}"
+    );
+    let (code, body) = refused("/api/v1/namespaces/default/pods/s/exec?command=ls").await;
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body.contains("you must specify at least 1 of stdin, stdout, stderr"),
+        "{body}"
+    );
+
+    match kubectl() {
+        Some(kubectl) => {
+            let kc = up.kubeconfig.as_path();
+            let k = |args: &[&str]| run_kubectl(&kubectl, kc, args);
+            assert_eq!(k(&["exec", "s", "--", "cat", "/etc/hostname"]), "s\n");
+            let mut piped = std::process::Command::new(&kubectl)
+                .arg("--kubeconfig")
+                .arg(kc)
+                .args(["exec", "-i", "s", "--", "cat"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            use std::io::Write;
+            piped
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"through stdin\n")
+                .unwrap();
+            let out = piped.wait_with_output().unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "through stdin\n");
+            // `attach` shows what the container writes from now on.
+            let attach = tokio::process::Command::new(&kubectl)
+                .arg("--kubeconfig")
+                .arg(kc)
+                .args(["attach", "s"])
+                .stdout(Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap();
+            let mut lines = BufReader::new(attach.stdout.unwrap()).lines();
+            let line = tokio::time::timeout(WAIT, lines.next_line())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(line.as_deref(), Some("tick"));
+            // `port-forward`, then a request through the forwarded port.
+            let mut forward = tokio::process::Command::new(&kubectl)
+                .arg("--kubeconfig")
+                .arg(kc)
+                .args(["port-forward", "pod/web", ":80"])
+                .stdout(Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap();
+            let mut lines = BufReader::new(forward.stdout.take().unwrap()).lines();
+            let first = tokio::time::timeout(WAIT, lines.next_line())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            let port = first
+                .strip_prefix("Forwarding from 127.0.0.1:")
+                .and_then(|r| r.split(' ').next())
+                .expect("the forwarded port");
+            let mut conn = tokio::net::TcpStream::connect(format!("127.0.0.1:{port}"))
+                .await
+                .unwrap();
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            conn.write_all(b"GET / HTTP/1.1\r\nHost: web\r\nConnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            let mut response = Vec::new();
+            tokio::time::timeout(WAIT, conn.read_to_end(&mut response))
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(String::from_utf8_lossy(&response).starts_with("HTTP/1.1 200"));
+            // `logs -f` follows the log as it grows.
+            let follow = tokio::process::Command::new(&kubectl)
+                .arg("--kubeconfig")
+                .arg(kc)
+                .args(["logs", "-f", "s"])
+                .stdout(Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap();
+            let mut lines = BufReader::new(follow.stdout.unwrap()).lines();
+            for _ in 0..3 {
+                let line = tokio::time::timeout(WAIT, lines.next_line())
+                    .await
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(line.as_deref(), Some("tick"));
+            }
+        }
+        None => eprintln!("skipping the kubectl part: kubectl is not on PATH"),
+    }
+    assert_eq!(up.stop(libc::SIGINT).await, 0);
+}

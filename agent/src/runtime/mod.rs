@@ -24,6 +24,7 @@ mod logs;
 mod resources;
 pub mod security;
 mod status;
+mod streams;
 mod termination;
 
 pub use client::{DEFAULT_CLUSTER_DOMAIN, ExecOutput, Readiness, Runtime, pod_key};
@@ -38,3 +39,4 @@ pub use status::{
     Container, ContainerState, ListedContainer, ListedSandbox, PodStatus, Sandbox, StatusCache,
     timestamp,
 };
+pub use streams::Channels;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nodeconform_cri::v1;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 
 use super::process;
 use super::state::{Runtime, State, invalid, lock, matches_labels, new_id, now};
@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::host_root::Root;
 use crate::logs::LogFile;
 use crate::sandbox::SandboxState;
-use crate::script::{Mount, Outcome, Output, Program, Shell, Signal, Stream};
+use crate::script::{Input, Mount, Outcome, Output, Program, Shell, Signal, Stream};
 
 impl Runtime {
     pub(crate) fn create_container(
@@ -151,6 +151,8 @@ impl Runtime {
             reserved_name,
             signals: None,
             exited: watch::channel(false).0,
+            stdin: None,
+            attached: broadcast::channel(64).0,
             task: None,
             config,
         };
@@ -202,7 +204,13 @@ impl Runtime {
         container.state = Lifecycle::Running;
         container.started_at = now();
         container.signals = Some(tx);
-        let log = LogFile::new(container.log_file.clone());
+        let mut stdin = None;
+        if container.config.stdin {
+            let (tx, rx) = mpsc::unbounded_channel();
+            container.stdin = Some(tx);
+            stdin = Some(Input::new(rx));
+        }
+        let log = LogFile::new(container.log_file.clone()).attached(container.attached.clone());
         log.create();
         let (context, program, pid1) = (
             container.context.clone(),
@@ -224,9 +232,11 @@ impl Runtime {
                     return;
                 }
             };
-            let outcome = Shell::main(context, &mut log, &mut rx, pid1)
-                .run(&program)
-                .await;
+            let mut shell = Shell::main(context, &mut log, &mut rx, pid1);
+            if let Some(stdin) = stdin.as_mut() {
+                shell = shell.with_stdin(stdin);
+            }
+            let outcome = shell.run(&program).await;
             drop(listening);
             runtime.container_exited(&container_id, outcome);
         });
@@ -389,6 +399,12 @@ impl Runtime {
                 })
             }
         })?
+    }
+
+    /// Fails unless container `id` exists and runs (`action` says what
+    /// was asked of it).
+    pub(crate) fn running_container_exists(&self, id: &str, action: &'static str) -> Result<()> {
+        self.running_container(id, action, |_| ())
     }
 
     pub(crate) fn update_resources(

@@ -9,7 +9,7 @@ mod conditions;
 mod containers;
 mod control;
 mod events;
-mod exec_sync;
+mod exec;
 mod images;
 mod network;
 mod process;

@@ -12,7 +12,7 @@ use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::state::{Runtime, State, invalid};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 impl Runtime {
     pub(crate) fn update_runtime_config(&self, pod_cidr: String) -> Result<()> {
@@ -82,4 +82,29 @@ fn parse_cidr(cidr: &str) -> Option<(u32, u32)> {
     let bits: u32 = bits.parse().ok().filter(|b| (8..=30).contains(b))?;
     let mask = u32::MAX << (32 - bits);
     Some((u32::from(ip) & mask, 1 << (32 - bits)))
+}
+
+impl Runtime {
+    /// Where a port of ready sandbox `id` is reached: its pod IP, or the
+    /// node's loopback address for a host-network pod.
+    pub(crate) fn sandbox_address(&self, id: &str) -> Result<std::net::IpAddr> {
+        let state = self.state();
+        let sandbox = state
+            .sandboxes
+            .get(id)
+            .ok_or_else(|| Error::SandboxNotFound { id: id.to_owned() })?;
+        if sandbox.state != crate::sandbox::SandboxState::Ready {
+            return Err(Error::WrongState {
+                object: "pod sandbox",
+                id: id.to_owned(),
+                state: "SANDBOX_NOTREADY",
+                action: "forward a port to it",
+            });
+        }
+        Ok(sandbox
+            .ip
+            .as_deref()
+            .and_then(|ip| ip.parse().ok())
+            .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)))
+    }
 }

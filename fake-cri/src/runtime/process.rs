@@ -44,6 +44,9 @@ pub(super) fn context(
         .collect();
     let envs = envs.iter().map(|(k, v)| (*k, v.as_ref()));
     let files = FileSystem::new(mounts, security.is_some_and(|s| s.readonly_rootfs));
+    // containerd writes the sandbox's host name file and mounts it into
+    // every container.
+    files.provide("/etc/hostname", format!("{hostname}\n").into_bytes());
     if let Some(dns) = &sandbox.config.dns_config {
         files.provide("/etc/resolv.conf", resolv_conf(dns).into_bytes());
     }

@@ -60,6 +60,7 @@ impl Shell<'_> {
             "touch" => Ok(self.touch(args)),
             "rm" => Ok(self.rm(args)),
             "mkdir" => Ok(self.mkdir(args)),
+            "cat" if args.is_empty() || args == ["-"] => self.cat_stdin().await,
             "cat" => Ok(self.cat(args)),
             "hexdump" => Ok(self.hexdump(args)),
             "ls" => Ok(self.ls(args)),
@@ -95,6 +96,9 @@ impl Shell<'_> {
 
     async fn subshell(&mut self, args: &[String]) -> Result<i32, Stop> {
         if args.first().map(String::as_str) != Some("-c") {
+            if self.stdin.is_some() && args.len() <= 1 {
+                return self.interactive().await;
+            }
             return self.serve().await;
         }
         let script = args.get(1).map(String::as_str).unwrap_or_default();
@@ -111,6 +115,60 @@ impl Shell<'_> {
         match result {
             Ok(code) | Err(Stop::Exit(code)) => Ok(code),
             Err(stop @ Stop::Signal(_)) => Err(stop),
+        }
+    }
+}
+
+impl Shell<'_> {
+    /// `cat` of standard input: each chunk as it comes (nothing without one).
+    async fn cat_stdin(&mut self) -> Result<i32, Stop> {
+        while let Some(chunk) = match self.stdin.as_deref_mut() {
+            Some(stdin) => stdin.chunk().await,
+            None => None,
+        } {
+            self.emit(Stream::Stdout, &String::from_utf8_lossy(&chunk));
+        }
+        Ok(0)
+    }
+
+    /// `sh` reading its commands from standard input, a line at a time, until
+    /// the input ends (then the last status) or `exit`. A main process still
+    /// takes its signals while it waits for a line.
+    async fn interactive(&mut self) -> Result<i32, Stop> {
+        loop {
+            let line = {
+                let Some(stdin) = self.stdin.as_deref_mut() else {
+                    return Ok(self.status);
+                };
+                match self.signals.as_deref_mut() {
+                    Some(signals) => tokio::select! {
+                        line = stdin.line() => line,
+                        signal = signals.recv() => {
+                            match signal {
+                                Some(signal) => self.on_signal(signal)?,
+                                None => self.signals = None,
+                            }
+                            self.run_pending_trap().await?;
+                            continue;
+                        }
+                    },
+                    None => stdin.line().await,
+                }
+            };
+            let Some(line) = line else {
+                return Ok(self.status);
+            };
+            match parse(&line) {
+                Ok(list) => match self.list(&list).await {
+                    Ok(status) => self.status = status,
+                    Err(Stop::Exit(code)) => return Ok(code),
+                    Err(stop) => return Err(stop),
+                },
+                Err(error) => {
+                    self.emit(Stream::Stderr, &format!("sh: {error}\n"));
+                    self.status = 2;
+                }
+            }
         }
     }
 }

@@ -11,6 +11,7 @@ mod env;
 mod file_commands;
 mod files;
 mod forms;
+mod input;
 mod lex;
 mod mounts;
 mod parse;
@@ -22,6 +23,7 @@ mod subst;
 pub use ast::{AndOr, Command, Connector, List, Part, Redirect, RedirectTarget, Simple, Word};
 pub use env::{DEFAULT_PATH, Env};
 pub use files::{FileSystem, Files, FsError, Kind, Meta};
+pub use input::Input;
 pub use mounts::Mount;
 pub use parse::{ParseError, parse};
 pub use shell::{Context, Output, Shell, Stream};
@@ -56,6 +58,27 @@ impl Program {
         let name = basename(first);
         if SHELLS.contains(&name) {
             return match argv.get(1).map(String::as_str) {
+                // An interactive shell: it reads commands from standard input
+                // when it has one (`stdin: true`, `exec -i`), and otherwise
+                // runs as a server (a container) or ends (an exec), as `sh`
+                // does at the end of its input.
+                None | Some("-i" | "-s" | "-") if argv.len() <= 2 => Ok(Self::Script {
+                    list: List(vec![AndOr {
+                        first: Command::Simple(Simple {
+                            words: argv
+                                .iter()
+                                .enumerate()
+                                .map(|(i, a)| {
+                                    let a = if i == 0 { name.to_owned() } else { a.clone() };
+                                    Word(vec![Part::Literal(a)])
+                                })
+                                .collect(),
+                            redirects: Vec::new(),
+                        }),
+                        rest: Vec::new(),
+                    }]),
+                    args: Vec::new(),
+                }),
                 Some("-c") => {
                     let script = argv.get(2).map(String::as_str).unwrap_or_default();
                     let args = argv.iter().skip(3).cloned().collect();

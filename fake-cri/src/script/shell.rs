@@ -15,6 +15,7 @@ use super::ast::{AndOr, Command, Connector, List, Part, RedirectTarget, Simple, 
 use super::env::Env;
 use super::files::FileSystem;
 use super::forms::assignment;
+use super::input::Input;
 use super::signals::{Outcome, Signal, Stop, Trap};
 
 /// What a container's processes see: their files, environment, host name
@@ -71,6 +72,8 @@ pub struct Shell<'a> {
     pub(super) args: Vec<String>,
     pub(super) output: &'a mut dyn Output,
     pub(super) signals: Option<&'a mut mpsc::UnboundedReceiver<Signal>>,
+    /// Standard input, if the process has one.
+    pub(super) stdin: Option<&'a mut Input>,
     pub(super) pid1: bool,
     pub(super) term: Trap,
     pub(super) on_exit: Option<List>,
@@ -101,6 +104,13 @@ impl<'a> Shell<'a> {
         Self::new(context, output, None, false)
     }
 
+    /// Gives the process a standard input.
+    #[must_use]
+    pub fn with_stdin(mut self, stdin: &'a mut Input) -> Self {
+        self.stdin = Some(stdin);
+        self
+    }
+
     pub(super) fn new(
         context: Context,
         output: &'a mut dyn Output,
@@ -113,6 +123,7 @@ impl<'a> Shell<'a> {
             args: Vec::new(),
             output,
             signals,
+            stdin: None,
             pid1,
             term: Trap::Default,
             on_exit: None,

@@ -94,6 +94,12 @@ impl Env {
             .map(tonic::Response::into_inner)
     }
 
+    /// The pod IP `PodSandboxStatus` reports.
+    pub async fn pod_ip(&mut self, id: &str) -> String {
+        let status = self.sandbox_status(id).await.unwrap().status.unwrap();
+        status.network.unwrap().ip
+    }
+
     pub async fn stop_sandbox(&mut self, id: &str) -> Result<(), tonic::Status> {
         self.runtime
             .stop_pod_sandbox(v1::StopPodSandboxRequest {

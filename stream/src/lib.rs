@@ -1,0 +1,18 @@
+//! The kubelet's streaming protocols, for the three parts that serve them:
+//! fake-cri's CRI streaming server (the URLs `Exec`, `Attach` and
+//! `PortForward` return), the reference agent's kubelet endpoint and the API
+//! server double, which pass `kubectl exec`, `attach` and `port-forward` on.
+//!
+//! - [`upgrade`]: the HTTP request — protocol negotiation and the upgrade.
+//! - [`spdy`]: SPDY/3.1 sessions and their streams.
+//! - [`remotecommand`]: `exec` and `attach` over a session.
+//! - [`portforward`]: port forwarding over a session.
+//! - [`proxy`]: passing an upgrade request on and splicing the connections.
+//! - [`client`]: the client side, as `kubectl` and `crictl` drive it.
+
+pub mod client;
+pub mod portforward;
+pub mod proxy;
+pub mod remotecommand;
+pub mod spdy;
+pub mod upgrade;
