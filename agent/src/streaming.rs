@@ -145,11 +145,12 @@ fn channels(query: Option<&str>) -> Result<Channels, Error> {
     let on = |key: &str| {
         form_urlencoded::parse(query.unwrap_or("").as_bytes()).any(|(k, v)| k == key && v == "1")
     };
+    // The kubelet's parameter names: `input`, `output`, `error`, `tty`.
     let tty = on("tty");
     let channels = Channels {
-        stdin: on("stdin"),
-        stdout: on("stdout"),
-        stderr: on("stderr") && !tty,
+        stdin: on("input"),
+        stdout: on("output"),
+        stderr: on("error") && !tty,
         tty,
     };
     if !channels.stdin && !channels.stdout && !channels.stderr {

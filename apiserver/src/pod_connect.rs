@@ -68,9 +68,15 @@ pub async fn serve<B>(ctx: &Context, target: &Target, req: Request<B>) -> Result
                     q.append_pair("command", &c);
                 }
             }
-            for key in ["stderr", "stdin", "stdout", "tty"] {
-                if first(key).is_some_and(truthy) {
-                    q.append_pair(key, "1");
+            // The kubelet's names (`ExecStdinParam` is `input`, …), sorted.
+            for (kubelet, option) in [
+                ("error", "stderr"),
+                ("input", "stdin"),
+                ("output", "stdout"),
+                ("tty", "tty"),
+            ] {
+                if first(option).is_some_and(truthy) {
+                    q.append_pair(kubelet, "1");
                 }
             }
             with_query(format!("/{kind}/{ns}/{name}/{container}"), q.finish())

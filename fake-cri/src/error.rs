@@ -21,6 +21,16 @@ pub enum Error {
         /// The id asked for.
         id: String,
     },
+    /// A sandbox's host port could not be opened (the CNI portmap plugin's
+    /// failure in containerd).
+    #[error("failed to set up the host port {port}: {source}")]
+    HostPort {
+        /// The port.
+        port: i32,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The request lacks a field or has an invalid one.
     #[error("invalid {rpc} request: {reason}")]
     InvalidRequest {
@@ -154,7 +164,7 @@ impl From<Error> for Status {
             Error::NoHostRoot { .. } => Status::unavailable(message),
             Error::HostPath { .. } => Status::failed_precondition(message),
             // containerd's error for a registry's 401 carries no errdefs kind.
-            Error::PullUnauthorized { .. } => Status::unknown(message),
+            Error::PullUnauthorized { .. } | Error::HostPort { .. } => Status::unknown(message),
         }
     }
 }

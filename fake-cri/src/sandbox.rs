@@ -32,6 +32,8 @@ pub(crate) struct Sandbox {
     pub ip: Option<String>,
     /// The name reserved for it (`name_namespace_uid_attempt`).
     pub reserved_name: String,
+    /// Its open host ports, while it is ready.
+    pub host_ports: Option<std::sync::Arc<crate::runtime::HostPorts>>,
 }
 
 impl Sandbox {

@@ -461,3 +461,71 @@ async fn concurrent_removals_all_succeed() {
     assert!(env.sandbox_ids(None).await.is_empty());
     assert!(env.container_ids(None).await.is_empty());
 }
+
+#[tokio::test]
+async fn host_ports_relay_to_the_pod_on_loopback_while_it_is_ready() {
+    let mut env = Env::start().await;
+    // A free port to map.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host_port = free.local_addr().unwrap().port();
+    drop(free);
+    let mut config = env.sandbox_config("web");
+    config.port_mappings = vec![v1::PortMapping {
+        protocol: v1::Protocol::Tcp as i32,
+        container_port: 80,
+        host_port: i32::from(host_port),
+        host_ip: "0.0.0.0".into(),
+    }];
+    config.linux = Some(v1::LinuxPodSandboxConfig {
+        sysctls: map(&[("kernel.shm_rmid_forced", "1")]),
+        ..Default::default()
+    });
+    let sandbox = env.run_sandbox(config).await.unwrap();
+    env.pull("nginx").await.unwrap();
+    let mut web = common::container_config("web", &[]);
+    web.image = Some(common::image_spec("nginx"));
+    let id = env.run_with(&sandbox, web).await;
+    // The sandbox's sysctls are in the container's /proc/sys.
+    let sysctl = env
+        .exec(&id, &["cat", "/proc/sys/kernel/shm_rmid_forced"], 5)
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&sysctl.stdout), "1\n");
+    // 0.0.0.0 is taken as loopback: nothing listens beyond it.
+    let answer = tokio::time::timeout(LIMIT, async {
+        loop {
+            if let Ok(mut conn) = tokio::net::TcpStream::connect(("127.0.0.1", host_port)).await {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let _ = conn
+                    .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    .await;
+                let mut out = Vec::new();
+                let _ = conn.read_to_end(&mut out).await;
+                if !out.is_empty() {
+                    return String::from_utf8_lossy(&out).into_owned();
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the host port answers");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // A second sandbox cannot take the same host port.
+    let mut taken = env.sandbox_config("other");
+    taken.port_mappings = vec![v1::PortMapping {
+        protocol: v1::Protocol::Tcp as i32,
+        container_port: 80,
+        host_port: i32::from(host_port),
+        host_ip: String::new(),
+    }];
+    let message = expect_code(env.run_sandbox(taken).await, Code::Unknown);
+    assert!(
+        message.contains(&format!("host port {host_port}")),
+        "{message}"
+    );
+    // Stopping the sandbox closes it.
+    env.stop_sandbox(&sandbox).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(std::net::TcpStream::connect(("127.0.0.1", host_port)).is_err());
+}

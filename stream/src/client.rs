@@ -138,6 +138,16 @@ where
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let (session, protocol) = upgrade(io, host, path_and_query, &remotecommand::PROTOCOLS).await?;
+    exec_on(session, protocol, stdin).await
+}
+
+/// [`exec`] on a session already upgraded with `protocol` negotiated: the
+/// error, stdin (if any), stdout and stderr streams, as client-go opens them.
+pub async fn exec_on(
+    session: Session,
+    protocol: String,
+    stdin: Option<Bytes>,
+) -> Result<Output, Error> {
     let open = |kind: &'static str| session.open(headers(&[("streamtype", kind.to_owned())]));
     let error = open("error").await?;
     let input = match stdin {
@@ -179,6 +189,15 @@ where
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let (session, _) = upgrade(io, host, path_and_query, &crate::portforward::PROTOCOLS).await?;
+    forward_once_on(session, port, request).await
+}
+
+/// [`forward_once`] on a session already upgraded to `portforward.k8s.io`.
+pub async fn forward_once_on(
+    session: Session,
+    port: u16,
+    request: Bytes,
+) -> Result<(Vec<u8>, String), Error> {
     let with = |kind: &str| {
         headers(&[
             ("streamtype", kind.to_owned()),

@@ -10,6 +10,7 @@ mod containers;
 mod control;
 mod events;
 mod exec;
+mod host_ports;
 mod images;
 mod network;
 mod process;
@@ -17,5 +18,6 @@ mod sandboxes;
 mod state;
 mod stats;
 
+pub(crate) use host_ports::HostPorts;
 pub use state::CgroupDriver;
 pub(crate) use state::{Config, ImageFs, Runtime, now};

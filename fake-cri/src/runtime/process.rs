@@ -47,6 +47,14 @@ pub(super) fn context(
     // containerd writes the sandbox's host name file and mounts it into
     // every container.
     files.provide("/etc/hostname", format!("{hostname}\n").into_bytes());
+    // The sandbox's sysctls, as runc writes them into the container's /proc/sys
+    // (the only kernel parameters an interpreted process can read).
+    for (name, value) in sandbox.config.linux.iter().flat_map(|l| &l.sysctls) {
+        files.provide(
+            &format!("/proc/sys/{}", name.replace('.', "/")),
+            format!("{value}\n").into_bytes(),
+        );
+    }
     if let Some(dns) = &sandbox.config.dns_config {
         files.provide("/etc/resolv.conf", resolv_conf(dns).into_bytes());
     }

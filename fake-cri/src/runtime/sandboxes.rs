@@ -1,9 +1,11 @@
 //! Pod sandboxes: run, stop, remove, status and list.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use nodeconform_cri::v1;
 
+use super::host_ports;
 use super::network::allocate_ip;
 use super::state::{Runtime, invalid, matches_labels, new_id, now};
 use crate::container::{Container, Lifecycle};
@@ -54,6 +56,11 @@ impl Runtime {
         }
         let id = new_id();
         let ip = (!Sandbox::host_network(&config)).then(|| allocate_ip(&mut state));
+        // Host-network containers listen on the host's ports themselves.
+        let host_ports = match ip.as_deref().and_then(|ip| ip.parse().ok()) {
+            Some(pod_ip) => Some(Arc::new(host_ports::open(&config.port_mappings, pod_ip)?)),
+            None => None,
+        };
         state.names.insert(reserved_name.clone(), id.clone());
         state.sandboxes.insert(
             id.clone(),
@@ -65,6 +72,7 @@ impl Runtime {
                 created_at: now(),
                 ip,
                 reserved_name,
+                host_ports,
             },
         );
         self.emit(
@@ -109,6 +117,7 @@ impl Runtime {
             // Stopping tears the pod network down: containerd then reports
             // no IP, and the address is free for another pod.
             sandbox.ip = None;
+            sandbox.host_ports = None;
             self.emit(
                 &state,
                 id,

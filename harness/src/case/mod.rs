@@ -8,6 +8,7 @@ pub mod model;
 pub mod object_steps;
 pub mod observe;
 pub mod pattern;
+pub mod streams;
 pub(crate) mod tagged;
 mod validate;
 pub mod version;
@@ -21,4 +22,5 @@ pub use pattern::{
     ConditionPattern, ConditionStatus, ContainerPattern, ContainerStateKind, NodeExpectation,
     Phase, PodExpectation, PodPattern, RuntimeExpectation,
 };
+pub use streams::{ExecStep, PortForwardStep, TextMatch};
 pub use version::{MinorVersion, Versions};

@@ -9,6 +9,7 @@ use super::duration::CaseDuration;
 use super::object_steps::{DeleteObject, PatchStep};
 use super::observe::{EventExpectation, LogExpectation};
 use super::pattern::{NodeExpectation, PodExpectation, RuntimeExpectation};
+use super::streams::{ExecStep, PortForwardStep};
 use super::tagged::{TaggedEnum, tagged_deserialize};
 use super::version::{MinorVersion, Versions};
 use serde::de::MapAccess;
@@ -168,6 +169,10 @@ pub enum Step {
     ExpectEvents(EventExpectation),
     /// A container's log, read through `pods/log`, must match.
     ExpectLogs(LogExpectation),
+    /// A command run in a container through `pods/exec` must give this output.
+    Exec(ExecStep),
+    /// An HTTP request to a port of the pod through `pods/portforward` must get this answer.
+    PortForward(PortForwardStep),
     /// Rewrite a static pod's manifest with this JSON merge patch (RFC 7386) applied.
     UpdateManifest(serde_json::Value),
     /// Remove a static pod's manifest from the node.
@@ -191,6 +196,8 @@ impl Step {
             Step::DeleteObject(_) => "deleteObject",
             Step::ExpectEvents(_) => "expectEvents",
             Step::ExpectLogs(_) => "expectLogs",
+            Step::Exec(_) => "exec",
+            Step::PortForward(_) => "portForward",
             Step::UpdateManifest(_) => "updateManifest",
             Step::RemoveManifest => "removeManifest",
         }
@@ -368,6 +375,8 @@ impl TaggedEnum for Step {
         "deleteObject",
         "expectEvents",
         "expectLogs",
+        "exec",
+        "portForward",
         "updateManifest",
         "removeManifest",
     ];
@@ -397,6 +406,8 @@ impl TaggedEnum for Step {
             "deleteObject" => Some(Step::DeleteObject(map.next_value()?)),
             "expectEvents" => Some(Step::ExpectEvents(map.next_value()?)),
             "expectLogs" => Some(Step::ExpectLogs(map.next_value()?)),
+            "exec" => Some(Step::Exec(map.next_value()?)),
+            "portForward" => Some(Step::PortForward(map.next_value()?)),
             "updateManifest" => Some(Step::UpdateManifest(map.next_value()?)),
             _ => None,
         })

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::duration::CaseDuration;
+use super::streams::TextMatch;
 
 /// `expectEvents`: events about the pod (or the node) that must appear, and ones that must not.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
@@ -101,40 +102,24 @@ pub struct LogExpectation {
 }
 
 impl LogExpectation {
+    /// The log's matchers.
+    fn text(&self) -> TextMatch {
+        TextMatch {
+            contains: self.contains.clone(),
+            equals: self.equals.clone(),
+            matches: self.matches.clone(),
+            lines: self.lines.clone(),
+        }
+    }
+
     /// `None` when `log` matches, else what differs.
     pub fn mismatch(&self, log: &str) -> Option<String> {
-        if let Some(want) = &self.equals
-            && log != want
-        {
-            return Some(format!("the log is {log:?}, expected exactly {want:?}"));
-        }
-        if let Some(want) = &self.contains
-            && !log.contains(want.as_str())
-        {
-            return Some(format!("the log {log:?} does not contain {want:?}"));
-        }
-        if let Some(pattern) = &self.matches {
-            match regex::Regex::new(pattern) {
-                Ok(re) if re.is_match(log) => {}
-                Ok(_) => return Some(format!("the log {log:?} does not match /{pattern}/")),
-                Err(e) => return Some(format!("matches: invalid regular expression: {e}")),
-            }
-        }
-        let missing: Vec<&str> = self
-            .lines
-            .iter()
-            .map(String::as_str)
-            .filter(|want| !log.lines().any(|line| line == *want))
-            .collect();
-        (!missing.is_empty()).then(|| format!("the log {log:?} lacks the lines {missing:?}"))
+        self.text().mismatch("the log", log)
     }
 
     /// Whether it checks anything.
     pub fn checks(&self) -> bool {
-        self.equals.is_some()
-            || self.contains.is_some()
-            || self.matches.is_some()
-            || !self.lines.is_empty()
+        self.text().checks()
     }
 }
 

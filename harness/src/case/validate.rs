@@ -254,33 +254,45 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
                         "`expectLogs` checks nothing: expected `contains`, `equals`, `matches` or `lines`",
                     ));
                 }
-                if let Some(Err(e)) = logs.matches.as_deref().map(regex::Regex::new) {
+                check_regex(logs.matches.as_deref(), here, &mut out);
+                check_container(
+                    logs.container.as_deref(),
+                    &containers,
+                    &init_containers,
+                    here,
+                    &mut out,
+                );
+            }
+            Step::Exec(exec) => {
+                if !created {
+                    out.push(problem(here(), "`exec` before `create`"));
+                }
+                if exec.command.is_empty() {
+                    out.push(problem(here(), "`exec` without a `command`"));
+                }
+                for text in [&exec.stdout, &exec.stderr].into_iter().flatten() {
+                    check_regex(text.matches.as_deref(), here, &mut out);
+                }
+                check_container(
+                    exec.container.as_deref(),
+                    &containers,
+                    &init_containers,
+                    here,
+                    &mut out,
+                );
+            }
+            Step::PortForward(forward) => {
+                if !created {
+                    out.push(problem(here(), "`portForward` before `create`"));
+                }
+                if forward.port == 0 {
                     out.push(problem(
                         here(),
-                        format!("matches: invalid regular expression: {e}"),
+                        "`portForward` to port 0: expected the pod's port",
                     ));
                 }
-                match logs.container.as_deref() {
-                    None if containers.len() != 1 => out.push(problem(
-                        here(),
-                        format!(
-                            "the pod has {} containers: name one with `container:` (one of [{}])",
-                            containers.len(),
-                            containers.join(", ")
-                        ),
-                    )),
-                    Some(name)
-                        if !containers.contains(&name) && !init_containers.contains(&name) =>
-                    {
-                        out.push(problem(
-                            here(),
-                            format!(
-                                "no container `{name}` in the pod: expected one of [{}]",
-                                containers.join(", ")
-                            ),
-                        ));
-                    }
-                    _ => {}
+                if let Some(body) = &forward.body {
+                    check_regex(body.matches.as_deref(), here, &mut out);
                 }
             }
             Step::Expect(expect) => {
@@ -399,5 +411,45 @@ fn check_pattern(
                 ));
             }
         }
+    }
+}
+
+/// A `matches:` pattern must compile.
+fn check_regex(pattern: Option<&str>, here: impl Fn() -> Anchor, out: &mut Vec<Problem>) {
+    if let Some(Err(e)) = pattern.map(regex::Regex::new) {
+        out.push(problem(
+            here(),
+            format!("matches: invalid regular expression: {e}"),
+        ));
+    }
+}
+
+/// A step's `container:` must name one of the pod's (or be absent when the pod has one).
+fn check_container(
+    name: Option<&str>,
+    containers: &[&str],
+    init_containers: &[&str],
+    here: impl Fn() -> Anchor,
+    out: &mut Vec<Problem>,
+) {
+    match name {
+        None if containers.len() != 1 => out.push(problem(
+            here(),
+            format!(
+                "the pod has {} containers: name one with `container:` (one of [{}])",
+                containers.len(),
+                containers.join(", ")
+            ),
+        )),
+        Some(name) if !containers.contains(&name) && !init_containers.contains(&name) => {
+            out.push(problem(
+                here(),
+                format!(
+                    "no container `{name}` in the pod: expected one of [{}]",
+                    containers.join(", ")
+                ),
+            ));
+        }
+        _ => {}
     }
 }

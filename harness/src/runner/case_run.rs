@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::janitor::Janitor;
 use super::recorder::Recorder;
-use super::{objects, observe};
+use super::{objects, observe, streams};
 use crate::backend::{NodeHandle, Nodes};
 use crate::case::pattern::HostIp;
 use crate::case::{Case, LoadedCase, NodeExpectation, PodExpectation, RuntimeExpectation, Step};
@@ -296,6 +296,26 @@ impl Ctx<'_> {
                     &self.namespace,
                     &self.pod_name,
                     exp,
+                    self.deadline,
+                )
+                .await
+                .map_err(err)?,
+                Step::Exec(exec) => {
+                    streams::exec(
+                        &self.client,
+                        &self.namespace,
+                        &self.pod_name,
+                        exec,
+                        self.deadline,
+                    )
+                    .await
+                    .map_err(err)?;
+                }
+                Step::PortForward(forward) => streams::port_forward(
+                    &self.client,
+                    &self.namespace,
+                    &self.pod_name,
+                    forward,
                     self.deadline,
                 )
                 .await

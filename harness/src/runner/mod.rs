@@ -5,6 +5,7 @@ pub mod janitor;
 mod objects;
 mod observe;
 pub mod recorder;
+mod streams;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -13,7 +13,7 @@ use crate::case::{EventExpectation, EventPattern, EventSubject, LogExpectation};
 /// How often the API is asked again.
 const POLL: Duration = Duration::from_millis(250);
 /// The bound of a step that gives none.
-const DEFAULT_WITHIN: Duration = Duration::from_secs(30);
+pub(super) const DEFAULT_WITHIN: Duration = Duration::from_secs(30);
 
 /// Who the events of an `expectEvents` step are about.
 pub struct Subject<'a> {
@@ -143,20 +143,38 @@ pub async fn expect_logs(
     case_deadline: Instant,
 ) -> Result<(), String> {
     let within = exp.within.map_or(DEFAULT_WITHIN, |d| d.get());
-    let until = (Instant::now() + within).min(case_deadline);
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let params = LogParams {
         container: exp.container.clone(),
         previous: exp.previous,
         ..LogParams::default()
     };
+    retry(within, case_deadline, || async {
+        let log = api
+            .logs(pod, &params)
+            .await
+            .map_err(|e| format!("reading the log: {e}"))?;
+        exp.mismatch(&log).map_or(Ok(()), Err)
+    })
+    .await
+}
+
+/// Retries `attempt` every [`POLL`] until it passes or `within` (bounded
+/// by the case's deadline) is over; the last problem is the error.
+pub(super) async fn retry<F, Fut>(
+    within: Duration,
+    case_deadline: Instant,
+    mut attempt: F,
+) -> Result<(), String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let until = (Instant::now() + within).min(case_deadline);
     loop {
-        let problem = match api.logs(pod, &params).await {
-            Ok(log) => match exp.mismatch(&log) {
-                None => return Ok(()),
-                Some(problem) => problem,
-            },
-            Err(e) => format!("reading the log: {e}"),
+        let problem = match attempt().await {
+            Ok(()) => return Ok(()),
+            Err(problem) => problem,
         };
         if Instant::now() >= until {
             return Err(format!(
