@@ -21,7 +21,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use nodeconform_cri::v1;
 use nodeconform_stream::remotecommand::{self, Options, Outcome};
-use nodeconform_stream::{portforward, upgrade};
+use nodeconform_stream::{portforward, upgrade, websocket};
 use rand::Rng;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
@@ -169,6 +169,9 @@ impl Streaming {
             }
             _ => return text(StatusCode::NOT_FOUND, "404 page not found\n"),
         };
+        if upgrade::is_websocket(&req) {
+            return self.serve_websocket(req, cached, runtime);
+        }
         let protocols: &[&str] = match cached {
             Cached::PortForward(_) => &portforward::PROTOCOLS,
             _ => &remotecommand::PROTOCOLS,
@@ -182,52 +185,129 @@ impl Streaming {
             Cached::Exec(request) => {
                 let options = options(request.stdin, request.stdout, request.stderr, request.tty);
                 tokio::spawn(async move {
-                    let Ok(mut channels) = remotecommand::accept(upgrade, options).await else {
-                        return;
-                    };
-                    let outcome = run_exec(&runtime, &request, &mut channels).await;
-                    channels.finish(outcome).await;
+                    if let Ok(channels) = remotecommand::accept(upgrade, options).await {
+                        exec(&runtime, &request, channels).await;
+                    }
                 });
             }
             Cached::Attach(request) => {
                 let options = options(request.stdin, request.stdout, request.stderr, request.tty);
                 tokio::spawn(async move {
-                    let Ok(mut channels) = remotecommand::accept(upgrade, options).await else {
-                        return;
-                    };
-                    let stdin = channels.stdin.take();
-                    let outcome = runtime
-                        .attach(
-                            &request.container_id,
-                            stdin,
-                            channels.stdout.clone(),
-                            channels.stderr.clone(),
-                        )
-                        .await;
-                    channels.finish(outcome).await;
+                    if let Ok(channels) = remotecommand::accept(upgrade, options).await {
+                        attach(&runtime, &request, channels).await;
+                    }
                 });
             }
             Cached::PortForward(request) => {
-                tokio::spawn(async move {
-                    let id = request.pod_sandbox_id;
-                    let _ = portforward::serve(upgrade, move |port| {
-                        let address = runtime.sandbox_address(&id);
-                        async move {
-                            let ip = address.map_err(|e| std::io::Error::other(e.to_string()))?;
-                            TcpStream::connect((ip, port)).await.map_err(|e| {
-                                std::io::Error::new(
-                                    e.kind(),
-                                    format!("dial tcp {ip}:{port}: connect: {e}"),
-                                )
-                            })
-                        }
-                    })
-                    .await;
-                });
+                let id = request.pod_sandbox_id.clone();
+                tokio::spawn(portforward::serve(upgrade, id.clone(), dialer(runtime, id)));
             }
         }
         response
     }
+}
+
+impl Streaming {
+    /// The WebSocket side: `wsstream`'s channel protocols, which containerd's
+    /// streaming server serves beside SPDY (never `v5`: that is kube-apiserver's).
+    fn serve_websocket<B>(
+        &self,
+        mut req: Request<B>,
+        cached: Cached,
+        runtime: Arc<Runtime>,
+    ) -> Response<Body> {
+        let protocols: &[&str] = match cached {
+            Cached::PortForward(_) => &PORT_FORWARD_WEBSOCKET_PROTOCOLS,
+            _ => &remotecommand::WEBSOCKET_PROTOCOLS,
+        };
+        let upgrade = match websocket::accept(&mut req, protocols) {
+            Ok(upgrade) => upgrade,
+            Err(refusal) => return refusal.response(),
+        };
+        let response = upgrade.response();
+        match cached {
+            Cached::Exec(request) => {
+                let options = options(request.stdin, request.stdout, request.stderr, request.tty);
+                tokio::spawn(async move {
+                    if let Ok(channels) = remotecommand::accept_websocket(upgrade, options).await {
+                        exec(&runtime, &request, channels).await;
+                    }
+                });
+            }
+            Cached::Attach(request) => {
+                let options = options(request.stdin, request.stdout, request.stderr, request.tty);
+                tokio::spawn(async move {
+                    if let Ok(channels) = remotecommand::accept_websocket(upgrade, options).await {
+                        attach(&runtime, &request, channels).await;
+                    }
+                });
+            }
+            Cached::PortForward(request) => {
+                let id = request.pod_sandbox_id.clone();
+                let ports = request
+                    .port
+                    .iter()
+                    .filter_map(|p| u16::try_from(*p).ok())
+                    .collect();
+                tokio::spawn(portforward::serve_websocket(
+                    upgrade,
+                    ports,
+                    id.clone(),
+                    dialer(runtime, id),
+                ));
+            }
+        }
+        response
+    }
+}
+
+/// The WebSocket protocols of port forwarding at a runtime's streaming server.
+const PORT_FORWARD_WEBSOCKET_PROTOCOLS: [&str; 3] =
+    ["", "v4.channel.k8s.io", "v4.base64.channel.k8s.io"];
+
+/// Connects to a port of sandbox `id`, on its address.
+fn dialer(
+    runtime: Arc<Runtime>,
+    id: String,
+) -> impl Fn(
+    u16,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<TcpStream>> + Send>>
++ Send
++ Sync
++ 'static {
+    move |port| {
+        let address = runtime.sandbox_address(&id);
+        Box::pin(async move {
+            let ip = address.map_err(|e| std::io::Error::other(e.to_string()))?;
+            TcpStream::connect((ip, port)).await.map_err(|e| {
+                std::io::Error::new(e.kind(), format!("dial tcp {ip}:{port}: connect: {e}"))
+            })
+        })
+    }
+}
+
+/// Runs an exec on its channels and reports the outcome.
+async fn exec(runtime: &Runtime, request: &v1::ExecRequest, mut channels: remotecommand::Channels) {
+    let outcome = run_exec(runtime, request, &mut channels).await;
+    channels.finish(outcome).await;
+}
+
+/// Attaches to a container on its channels and reports the outcome.
+async fn attach(
+    runtime: &Arc<Runtime>,
+    request: &v1::AttachRequest,
+    mut channels: remotecommand::Channels,
+) {
+    let stdin = channels.stdin.take();
+    let outcome = runtime
+        .attach(
+            &request.container_id,
+            stdin,
+            channels.stdout.clone(),
+            channels.stderr.clone(),
+        )
+        .await;
+    channels.finish(outcome).await;
 }
 
 /// Upstream's checks of an exec or attach request's channels.

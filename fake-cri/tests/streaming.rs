@@ -223,3 +223,110 @@ async fn port_forward_reaches_the_pods_simulated_server() {
         "{error}"
     );
 }
+
+/// A WebSocket client of `wsstream`'s channel protocol: sends `input` on
+/// channel 0, then reads until the server closes; returns each channel's bytes.
+async fn websocket(url: &str, protocol: &str, input: &[(u8, &[u8])]) -> (String, Vec<Vec<u8>>) {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let (io, _, _) = dial(url).await;
+    let mut request = url
+        .replacen("http://", "ws://", 1)
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("Sec-WebSocket-Protocol", protocol.parse().unwrap());
+    let (mut socket, response) = tokio_tungstenite::client_async(request, io).await.unwrap();
+    let negotiated = response
+        .headers()
+        .get("Sec-WebSocket-Protocol")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    for (channel, data) in input {
+        let mut frame = vec![*channel];
+        frame.extend_from_slice(data);
+        socket.send(Message::binary(frame)).await.unwrap();
+    }
+    let mut channels = vec![Vec::new(); 6];
+    while let Some(Ok(message)) = socket.next().await {
+        if let Message::Binary(data) = message {
+            channels[usize::from(data[0])].extend_from_slice(&data[1..]);
+        }
+    }
+    (negotiated, channels)
+}
+
+#[tokio::test]
+async fn exec_and_port_forward_over_websocket() {
+    let mut env = Env::start().await;
+    let sandbox = env.sandbox("pod").await;
+    let id = env.run(&sandbox, "c", "sleep 600").await;
+    let url = exec_url(
+        &mut env,
+        &id,
+        &["sh", "-c", "echo out; echo err >&2; exit 2"],
+        false,
+    )
+    .await;
+    let (protocol, channels) =
+        tokio::time::timeout(LIMIT, websocket(&url, "v4.channel.k8s.io", &[]))
+            .await
+            .unwrap();
+    assert_eq!(protocol, "v4.channel.k8s.io");
+    assert_eq!(String::from_utf8_lossy(&channels[1]), "out\n");
+    assert_eq!(String::from_utf8_lossy(&channels[2]), "err\n");
+    let status: serde_json::Value = serde_json::from_slice(&channels[3]).unwrap();
+    assert_eq!(status["details"]["causes"][0]["message"], "2");
+
+    // v5 is kube-apiserver's, not a runtime's: refused with wsstream's 403.
+    let url = exec_url(&mut env, &id, &["true"], false).await;
+    let (io, _, _) = dial(&url).await;
+    let mut request =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+            url.replacen("http://", "ws://", 1),
+        )
+        .unwrap();
+    request.headers_mut().insert(
+        "Sec-WebSocket-Protocol",
+        "v5.channel.k8s.io".parse().unwrap(),
+    );
+    match tokio_tungstenite::client_async(request, io).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 403),
+        other => panic!("v5 refused: {other:?}"),
+    }
+
+    // Port forwarding: channel 0 carries the data, 1 the errors, each opened by the port.
+    env.pull("nginx").await.unwrap();
+    let mut web = container_config("web", &[]);
+    web.image = Some(common::image_spec("nginx"));
+    env.run_with(&sandbox, web).await;
+    let ip = env.pod_ip(&sandbox).await;
+    tokio::time::timeout(LIMIT, async {
+        while TcpStream::connect((ip.as_str(), 80)).await.is_err() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    let forward = v1::PortForwardRequest {
+        pod_sandbox_id: sandbox.clone(),
+        port: vec![80],
+    };
+    let url = env
+        .runtime
+        .port_forward(forward)
+        .await
+        .unwrap()
+        .into_inner()
+        .url;
+    let request: &[u8] = b"GET / HTTP/1.1\r\nHost: pod\r\nConnection: close\r\n\r\n";
+    let (_, channels) =
+        tokio::time::timeout(LIMIT, websocket(&url, "v4.channel.k8s.io", &[(0, request)]))
+            .await
+            .unwrap();
+    assert_eq!(&channels[0][..2], &80u16.to_le_bytes());
+    assert!(String::from_utf8_lossy(&channels[0][2..]).starts_with("HTTP/1.1 200"));
+    assert_eq!(channels[1], 80u16.to_le_bytes());
+}

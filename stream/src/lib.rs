@@ -8,11 +8,20 @@
 //! - [`remotecommand`]: `exec` and `attach` over a session.
 //! - [`portforward`]: port forwarding over a session.
 //! - [`proxy`]: passing an upgrade request on and splicing the connections.
+//! - [`websocket`]: the WebSocket channel protocols, the other carrier.
+//! - [`channel`]: a stream's sending side, whichever protocol carries it.
 //! - [`client`]: the client side, as `kubectl` and `crictl` drive it.
 
+pub mod channel;
 pub mod client;
 pub mod portforward;
 pub mod proxy;
 pub mod remotecommand;
 pub mod spdy;
 pub mod upgrade;
+pub mod websocket;
+
+/// The connection has ended: nothing more can be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the streaming connection is closed")]
+pub struct Closed;

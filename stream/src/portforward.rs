@@ -14,8 +14,10 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::spdy::{Stream, Writer};
+use crate::channel::Writer;
+use crate::spdy::Stream;
 use crate::upgrade::Upgrade;
+use crate::websocket;
 
 /// The protocol served.
 pub const PROTOCOL: &str = "portforward.k8s.io";
@@ -35,8 +37,9 @@ struct Pair {
 
 /// Completes the upgrade and serves forwarded connections until the client
 /// ends the session. `connect(port)` opens a connection to the port in the
-/// pod; its error's text goes to the client.
-pub async fn serve<F, Fut, C>(upgrade: Upgrade, connect: F) -> Result<(), hyper::Error>
+/// pod (`pod` names it in errors, as the runtime names it: the sandbox);
+/// its error's text goes to the client.
+pub async fn serve<F, Fut, C>(upgrade: Upgrade, pod: String, connect: F) -> Result<(), hyper::Error>
 where
     F: Fn(u16) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = io::Result<C>> + Send + 'static,
@@ -84,10 +87,12 @@ where
             else {
                 continue;
             };
-            let connect = connect.clone();
+            let (connect, pod) = (connect.clone(), pod.clone());
             tokio::spawn(async move {
                 let target = connect(port).await;
-                forward(data, error, port, target).await;
+                let (inbound, out) = data.split();
+                let error = Writer::Spdy(error.writer());
+                forward(inbound, Writer::Spdy(out), error, port, &pod, target).await;
             });
         }
     }
@@ -124,18 +129,26 @@ fn request_id(stream: &Stream) -> String {
     }
 }
 
-/// Copies between the data stream and the connection; a failure to connect
-/// is written to the error stream. Both streams finish when done.
-async fn forward<C>(data: Stream, error: Stream, port: u16, target: io::Result<C>)
-where
+/// Copies between a forwarded connection's data channel and the
+/// connection in the pod; a failure to connect is written to the error
+/// channel (`error forwarding port P to pod POD, uid : …`). Both finish when
+/// done.
+async fn forward<C>(
+    mut inbound: mpsc::UnboundedReceiver<Bytes>,
+    out: Writer,
+    error: Writer,
+    port: u16,
+    pod: &str,
+    target: io::Result<C>,
+) where
     C: AsyncRead + AsyncWrite + Send + 'static,
 {
-    let (mut inbound, out) = data.split();
-    let error = error.writer();
     match target {
         Err(e) => {
             let _ = error
-                .write(format!("error forwarding port {port} to pod: {e}"))
+                .write(format!(
+                    "error forwarding port {port} to pod {pod}, uid : {e}"
+                ))
                 .await;
         }
         Ok(conn) => {
@@ -163,6 +176,54 @@ where
     }
     let _ = out.close().await;
     let _ = error.close().await;
+}
+
+/// Serves port forwarding over WebSocket for `ports` (the runtime takes
+/// them from its `PortForward` request): two channels per port, data and
+/// error, each opened by the port number (two bytes, little-endian); the
+/// connection ends when every port's forwarding has.
+pub async fn serve_websocket<F, Fut, C>(
+    upgrade: websocket::Upgrade,
+    ports: Vec<u16>,
+    pod: String,
+    connect: F,
+) -> Result<(), hyper::Error>
+where
+    F: Fn(u16) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = io::Result<C>> + Send + 'static,
+    C: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let mut conn = upgrade.connect(ports.len() * 2).await?;
+    let mut forwards = Vec::new();
+    for (i, port) in ports.into_iter().enumerate() {
+        let (data, error) = ((i * 2) as u8, (i * 2 + 1) as u8);
+        let (out, error) = (conn.writer(data), conn.writer(error));
+        let header = Bytes::copy_from_slice(&port.to_le_bytes());
+        let _ = out.write(header.clone()).await;
+        let _ = error.write(header).await;
+        let inbound = conn
+            .take_inbound(usize::from(data))
+            .unwrap_or_else(|| mpsc::unbounded_channel().1);
+        let target = connect(port);
+        let pod = pod.clone();
+        forwards.push(tokio::spawn(async move {
+            let target = target.await;
+            forward(
+                inbound,
+                Writer::WebSocket(out),
+                Writer::WebSocket(error),
+                port,
+                &pod,
+                target,
+            )
+            .await;
+        }));
+    }
+    for f in forwards {
+        let _ = f.await;
+    }
+    conn.close().await;
+    Ok(())
 }
 
 async fn download<R: AsyncRead + Unpin>(read: &mut R, out: &Writer) {

@@ -1,10 +1,11 @@
 //! Remote commands — `exec` and `attach` — on the serving side, as the CRI
-//! streaming server, the kubelet and kube-apiserver serve them
-//! (`k8s.io/kubelet/pkg/cri/streaming/remotecommand`): after the upgrade the
-//! client opens a stream per channel (`streamType` `error`, `stdin`,
-//! `stdout`, `stderr`, `resize`), and once all expected streams are there the
-//! command runs; its outcome goes to the error stream — a `metav1.Status` as
-//! JSON under `v4.channel.k8s.io`, the error's text under older protocols.
+//! streaming server serves them (`k8s.io/kubelet/pkg/cri/streaming/remotecommand`):
+//! over SPDY the client opens a stream per channel (`streamType` `error`,
+//! `stdin`, `stdout`, `stderr`, `resize`) and the command runs once all
+//! expected streams are there; over WebSocket the five are numbered channels
+//! of one connection. The outcome goes to the error stream — a
+//! `metav1.Status` as JSON under `v4.channel.k8s.io` (and its base64 and v5
+//! variants), the error's text under older protocols.
 
 use std::time::Duration;
 
@@ -14,15 +15,26 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::spdy::{Session, Writer};
+use crate::channel::Writer;
+use crate::spdy::Session;
 use crate::upgrade::Upgrade;
+use crate::websocket;
 
-/// The protocols served, newest first (`SupportedStreamingProtocols`).
+/// The protocols served over SPDY, newest first (`SupportedStreamingProtocols`).
 pub const PROTOCOLS: [&str; 4] = [
     V4,
     "v3.channel.k8s.io",
     "v2.channel.k8s.io",
     "channel.k8s.io",
+];
+/// The protocols a runtime's streaming server serves over WebSocket (`""`:
+/// the client named none).
+pub const WEBSOCKET_PROTOCOLS: [&str; 5] = [
+    "",
+    "channel.k8s.io",
+    "base64.channel.k8s.io",
+    V4,
+    "v4.base64.channel.k8s.io",
 ];
 /// The protocol whose error stream carries a JSON `Status`.
 pub const V4: &str = "v4.channel.k8s.io";
@@ -96,7 +108,14 @@ pub struct Channels {
     pub resize: Option<mpsc::UnboundedReceiver<TerminalSize>>,
     error: Option<Writer>,
     protocol: String,
-    session: Session,
+    ending: Ending,
+}
+
+/// How the connection ends once the outcome is written.
+#[derive(Debug)]
+enum Ending {
+    Spdy(Session),
+    WebSocket(websocket::Connection),
 }
 
 /// Completes the upgrade and waits for the client's streams.
@@ -116,7 +135,7 @@ pub async fn accept(upgrade: Upgrade, options: Options) -> Result<Channels, Erro
         resize: None,
         error: None,
         protocol,
-        session,
+        ending: Ending::Spdy(session),
     };
     let deadline = Instant::now() + STREAM_CREATION_TIMEOUT;
     let mut received = 0;
@@ -125,7 +144,9 @@ pub async fn accept(upgrade: Upgrade, options: Options) -> Result<Channels, Erro
             Ok(Some(stream)) => stream,
             Ok(None) => return Err(Error::Ended),
             Err(_) => {
-                channels.session.close().await;
+                if let Ending::Spdy(session) = &channels.ending {
+                    session.close().await;
+                }
                 return Err(Error::Timeout);
             }
         };
@@ -134,6 +155,7 @@ pub async fn accept(upgrade: Upgrade, options: Options) -> Result<Channels, Erro
         }
         let kind = stream.header("streamtype").unwrap_or_default().to_owned();
         let (inbound, writer) = stream.split();
+        let writer = Writer::Spdy(writer);
         match kind.as_str() {
             "error" => channels.error = Some(writer),
             "stdin" => channels.stdin = Some(inbound),
@@ -148,6 +170,48 @@ pub async fn accept(upgrade: Upgrade, options: Options) -> Result<Channels, Erro
         received += 1;
     }
     Ok(channels)
+}
+
+/// Completes a WebSocket upgrade (`wsstream` with five channels: stdin,
+/// stdout, stderr, error, resize) and says it is ready, as upstream does, by
+/// an empty message on the first channel the command writes to.
+pub async fn accept_websocket(
+    upgrade: websocket::Upgrade,
+    options: Options,
+) -> Result<Channels, Error> {
+    let protocol = upgrade.protocol().to_owned();
+    let mut conn = upgrade.connect(5).await?;
+    let ready = if options.stdout {
+        1
+    } else if options.stderr {
+        2
+    } else {
+        3
+    };
+    let _ = conn.writer(ready).write(Bytes::new()).await;
+    let writer = |on: bool, channel: u8| on.then(|| Writer::WebSocket(conn.writer(channel)));
+    let stdout = writer(options.stdout, 1);
+    let stderr = writer(options.stderr, 2);
+    let error = writer(true, 3);
+    let stdin = if options.stdin {
+        conn.take_inbound(0)
+    } else {
+        None
+    };
+    let resize = if options.tty {
+        conn.take_inbound(4).map(resize_events)
+    } else {
+        None
+    };
+    Ok(Channels {
+        stdin,
+        stdout,
+        stderr,
+        resize,
+        error,
+        protocol,
+        ending: Ending::WebSocket(conn),
+    })
 }
 
 /// Decodes the resize stream's JSON objects as they come.
@@ -190,7 +254,11 @@ impl Channels {
     /// stream reset, `GOAWAY`), as upstream's `ServeExec` does.
     pub async fn finish(self, outcome: Outcome) {
         if let Some(error) = &self.error {
-            let report = if self.protocol == V4 {
+            let json = matches!(
+                self.protocol.as_str(),
+                V4 | "v4.base64.channel.k8s.io" | "v5.channel.k8s.io"
+            );
+            let report = if json {
                 Some(status(&outcome).to_string())
             } else {
                 match &outcome {
@@ -202,7 +270,10 @@ impl Channels {
                 let _ = error.write(report).await;
             }
         }
-        self.session.close().await;
+        match self.ending {
+            Ending::Spdy(session) => session.close().await,
+            Ending::WebSocket(conn) => conn.close().await,
+        }
     }
 }
 

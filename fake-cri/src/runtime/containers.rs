@@ -40,6 +40,20 @@ impl Runtime {
         if image_spec.is_empty() {
             return Err(invalid(RPC, "config.image.image must not be empty"));
         }
+        // containerd's user spec: a group needs a user (an image's `USER`
+        // does not count).
+        let security = config
+            .linux
+            .as_ref()
+            .and_then(|l| l.security_context.as_ref());
+        if let Some(group) = security.and_then(|s| s.run_as_group.as_ref())
+            && security.is_some_and(|s| s.run_as_user.is_none() && s.run_as_username.is_empty())
+        {
+            return Err(invalid(
+                RPC,
+                format!("user group \"{}\" is specified without user", group.value),
+            ));
+        }
         let argv: Vec<String> = config.command.iter().chain(&config.args).cloned().collect();
         let program = Program::from_argv(&argv).map_err(|source| Error::Script {
             container: metadata.name.clone(),

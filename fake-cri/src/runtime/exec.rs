@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use nodeconform_cri::v1;
+use nodeconform_stream::channel::Writer;
 use nodeconform_stream::remotecommand;
-use nodeconform_stream::spdy::Writer;
 use tokio::sync::{broadcast, mpsc};
 
 use super::state::{Runtime, invalid};

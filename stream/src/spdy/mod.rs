@@ -26,10 +26,7 @@ use frame::{Decoder, Encoder, MAX_PAYLOAD, rst};
 /// The `Upgrade` token of the protocol.
 pub const UPGRADE: &str = "SPDY/3.1";
 
-/// The session has ended: nothing more can be sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the SPDY session is closed")]
-pub struct Closed;
+pub use crate::Closed;
 
 /// What streams and handles ask of the session task.
 #[derive(Debug)]
