@@ -46,6 +46,19 @@ impl Version {
         self.minor >= 33
     }
 
+    /// WebSocket `exec`/`attach` requests offering `v5.channel.k8s.io` are
+    /// answered by the API server and sent on to the kubelet as SPDY
+    /// (`TranslateStreamCloseWebsocketRequests`, beta and on from 1.30).
+    pub(crate) fn translates_websocket_streams(self) -> bool {
+        self.minor >= 30
+    }
+
+    /// WebSocket port forwarding (`SPDY/3.1+portforward.k8s.io`) is tunnelled
+    /// to the kubelet as SPDY (`PortForwardWebsockets`, beta and on from 1.31).
+    pub(crate) fn tunnels_port_forwarding(self) -> bool {
+        self.minor >= 31
+    }
+
     /// Any container may set its own `restartPolicy` and `restartPolicyRules`
     /// (`ContainerRestartRules`, beta and on from 1.35).
     pub(crate) fn container_restart_rules(self) -> bool {

@@ -448,3 +448,104 @@ async fn exec_attach_port_forward_and_logs_reach_pods_through_the_api_server() {
     }
     assert_eq!(up.stop(libc::SIGINT).await, 0);
 }
+
+/// A WebSocket `exec` as kubectl ≥ 1.30 sends it: `protocols` offered,
+/// `input` on channel 0 then (with v5) the close signal; each channel's bytes.
+async fn websocket_exec(
+    api: &str,
+    path: &str,
+    protocols: &str,
+    input: &[u8],
+) -> Result<(String, Vec<Vec<u8>>), u16> {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let io = tokio::net::TcpStream::connect(api).await.unwrap();
+    let mut request = format!("ws://{api}{path}").into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("Sec-WebSocket-Protocol", protocols.parse().unwrap());
+    let (mut socket, response) = match tokio_tungstenite::client_async(request, io).await {
+        Ok(pair) => pair,
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
+            return Err(resp.status().as_u16());
+        }
+        Err(other) => panic!("{other}"),
+    };
+    let protocol = response.headers()["Sec-WebSocket-Protocol"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    if !input.is_empty() {
+        socket
+            .send(Message::binary([&[0u8][..], input].concat()))
+            .await
+            .unwrap();
+        if protocol == "v5.channel.k8s.io" {
+            socket.send(Message::binary(vec![255u8, 0])).await.unwrap();
+        }
+    }
+    let mut channels = vec![Vec::new(); 5];
+    while let Some(Ok(message)) = socket.next().await {
+        if let Message::Binary(data) = message {
+            channels[usize::from(data[0])].extend_from_slice(&data[1..]);
+        }
+    }
+    Ok((protocol, channels))
+}
+
+#[tokio::test]
+async fn websocket_exec_is_translated_to_spdy_from_1_30_and_passed_on_before() {
+    for (emulate, expect_v5) in [("1.36", true), ("1.28", false)] {
+        let up = up(&["--fast", "--emulate-version", emulate]).await;
+        let pods: Api<Pod> = Api::namespaced(up.client().await, "default");
+        let pod = pod_with(
+            "s",
+            json!({"name": "c", "image": "busybox", "command": ["sh", "-c", "trap exit TERM; while true; do sleep 1; done"]}),
+        );
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+        tokio::time::timeout(
+            WAIT,
+            await_condition(pods.clone(), "s", is_bound_and_running),
+        )
+        .await
+        .expect("Running in time")
+        .unwrap();
+        let api = api_authority(&up.kubeconfig);
+        let cat =
+            "/api/v1/namespaces/default/pods/s/exec?command=cat&stdin=true&stdout=true&stderr=true";
+        let v5 = websocket_exec(&api, cat, "v5.channel.k8s.io", b"typed\n").await;
+        if expect_v5 {
+            // Answered by the API server; the node agent got SPDY; the close
+            // signal ended cat's input.
+            let (protocol, channels) = v5.expect("kube-apiserver 1.36 answers v5");
+            assert_eq!(protocol, "v5.channel.k8s.io");
+            assert_eq!(String::from_utf8_lossy(&channels[1]), "typed\n");
+            let status: serde_json::Value = serde_json::from_slice(&channels[3]).unwrap();
+            assert_eq!(status["status"], "Success");
+            let fail = "/api/v1/namespaces/default/pods/s/exec?command=sh&command=-c&command=exit+3&stdout=true";
+            let (_, channels) = websocket_exec(&api, fail, "v5.channel.k8s.io", b"")
+                .await
+                .unwrap();
+            let status: serde_json::Value = serde_json::from_slice(&channels[3]).unwrap();
+            assert_eq!(status["reason"], "NonZeroExitCode");
+            assert_eq!(status["details"]["causes"][0]["message"], "3");
+            // client-go's CodeExitError under the translator's prefix, as kube-apiserver words it.
+            assert_eq!(
+                status["message"],
+                "command terminated with non-zero exit code: command terminated with exit code 3"
+            );
+        } else {
+            // Passed on as it is; a runtime's streaming server speaks no v5.
+            assert_eq!(v5.unwrap_err(), 403);
+        }
+        // v4 over WebSocket reaches the runtime's streaming server either way.
+        let hostname = "/api/v1/namespaces/default/pods/s/exec?command=hostname&stdout=true";
+        let (protocol, channels) = websocket_exec(&api, hostname, "v4.channel.k8s.io", b"")
+            .await
+            .unwrap();
+        assert_eq!(protocol, "v4.channel.k8s.io");
+        assert_eq!(String::from_utf8_lossy(&channels[1]), "s\n");
+        assert_eq!(up.stop(libc::SIGINT).await, 0);
+    }
+}

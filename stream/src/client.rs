@@ -78,6 +78,21 @@ pub async fn upgrade<IO>(
 where
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
+    let (upgraded, protocol) = upgrade_raw(io, host, path_and_query, protocols).await?;
+    Ok((Session::client(TokioIo::new(upgraded)).0, protocol))
+}
+
+/// The SPDY upgrade of [`upgrade`], without starting a session: the raw
+/// upgraded connection and the negotiated protocol (for a tunnel).
+pub async fn upgrade_raw<IO>(
+    io: IO,
+    host: &str,
+    path_and_query: &str,
+    protocols: &[&str],
+) -> Result<(hyper::upgrade::Upgraded, String), Error>
+where
+    IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
     tokio::spawn(conn.with_upgrades());
     let mut request = Request::post(path_and_query)
@@ -104,8 +119,7 @@ where
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    let upgraded = hyper::upgrade::on(response).await?;
-    Ok((Session::client(TokioIo::new(upgraded)).0, protocol))
+    Ok((hyper::upgrade::on(response).await?, protocol))
 }
 
 fn headers(pairs: &[(&'static str, String)]) -> HeaderMap {

@@ -8,6 +8,7 @@
 //! - [`remotecommand`]: `exec` and `attach` over a session.
 //! - [`portforward`]: port forwarding over a session.
 //! - [`proxy`]: passing an upgrade request on and splicing the connections.
+//! - [`translate`]: kube-apiserver's WebSocket-to-SPDY translation.
 //! - [`websocket`]: the WebSocket channel protocols, the other carrier.
 //! - [`channel`]: a stream's sending side, whichever protocol carries it.
 //! - [`client`]: the client side, as `kubectl` and `crictl` drive it.
@@ -18,6 +19,7 @@ pub mod portforward;
 pub mod proxy;
 pub mod remotecommand;
 pub mod spdy;
+pub mod translate;
 pub mod upgrade;
 pub mod websocket;
 

@@ -79,6 +79,8 @@ pub enum Outcome {
     /// It could not run: why, as upstream words it (`error executing
     /// command in container: …`, `error attaching to container: …`).
     Failed(String),
+    /// A status made elsewhere (a kubelet's, passed on by a translator).
+    Status(serde_json::Value),
 }
 
 /// The client did not open the streams it had to.
@@ -280,6 +282,7 @@ impl Channels {
 /// The text of a failure (`StatusError.Error()`).
 fn message(outcome: &Outcome) -> String {
     match outcome {
+        Outcome::Status(status) => status["message"].as_str().unwrap_or_default().to_owned(),
         Outcome::Exited { command, code } => format!(
             "command terminated with non-zero exit code: error executing command [{}], exit code {code}",
             command.join(" ")
@@ -291,6 +294,7 @@ fn message(outcome: &Outcome) -> String {
 /// The `metav1.Status` of an outcome, in Go's field order.
 pub fn status(outcome: &Outcome) -> serde_json::Value {
     match outcome {
+        Outcome::Status(status) => status.clone(),
         Outcome::Exited { code: 0, .. } => json!({"metadata": {}, "status": "Success"}),
         Outcome::Exited { code, .. } => json!({
             "metadata": {},

@@ -16,7 +16,9 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tracing::Instrument;
 
 use crate::Closed;
@@ -117,6 +119,11 @@ impl Upgrade {
         resp
     }
 
+    /// The raw upgraded connection, once the answer has gone out.
+    pub async fn into_upgraded(self) -> Result<hyper::upgrade::Upgraded, hyper::Error> {
+        self.on.await
+    }
+
     /// The connection with `channels` channels, once the answer has gone out.
     pub async fn connect(self, channels: usize) -> Result<Connection, hyper::Error> {
         let upgraded = self.on.await?;
@@ -205,7 +212,7 @@ impl Connection {
                                 }
                             }
                             Some(Out::Close) | None => {
-                                let _ = sink.send(Message::Close(None)).await;
+                                let _ = sink.send(normal_close()).await;
                                 let _ = sink.close().await;
                                 break;
                             }
@@ -273,4 +280,13 @@ fn encode(channel: u8, data: &[u8], base64: bool) -> Message {
         frame.extend_from_slice(data);
         Message::binary(frame)
     }
+}
+
+/// A close frame with status 1000, as `x/net/websocket` ends a connection
+/// (a close without a status is an error to gorilla's client, kubectl's).
+pub(crate) fn normal_close() -> Message {
+    Message::Close(Some(CloseFrame {
+        code: CloseCode::Normal,
+        reason: "".into(),
+    }))
 }
