@@ -69,6 +69,15 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
     {
         return pod_connect::serve(ctx, target, Request::from_parts(parts, body)).await;
     }
+    if let Route::Object(target) = &route
+        && target.name.is_some()
+        && target.subresource.as_deref() == Some("log")
+        && nodeconform_stream::upgrade::asks_websocket(&parts.headers)
+    {
+        let query = Query::parse(parts.uri.query());
+        let req = Request::from_parts(parts, body);
+        return pod_log::serve_websocket(ctx, target, &query, req).await;
+    }
     let query = Query::parse(parts.uri.query());
     // Logs are text: a client may accept only `text/plain`.
     let text = matches!(&route, Route::Object(t) if t.subresource.as_deref() == Some("log"));

@@ -7,9 +7,10 @@
 
 use bytes::Bytes;
 use futures::Stream;
-use http::Response;
+use http::{Request, Response};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use nodeconform_stream::websocket;
 use serde_json::Value;
 
 use crate::handlers::{Context, named, require_namespace};
@@ -202,6 +203,41 @@ pub fn node_name(pod: &Value) -> &str {
 
 /// `GET pods/{name}/log`.
 pub async fn serve(ctx: &Context, target: &Target, query: &Query) -> Result<Response<Body>> {
+    let log = open(ctx, target, query).await?;
+    Ok(h::stream("text/plain", log))
+}
+
+/// `GET pods/{name}/log` asked over WebSocket (upstream's `StreamObject`
+/// with `wsstream.NewReader`): once the log is open, the upgrade is answered
+/// and the log goes out as messages (`binary.k8s.io`, or base64 text with
+/// `base64.binary.k8s.io`); errors before that are plain HTTP answers.
+pub async fn serve_websocket<B>(
+    ctx: &Context,
+    target: &Target,
+    query: &Query,
+    mut req: Request<B>,
+) -> Result<Response<Body>> {
+    let log = open(ctx, target, query).await?;
+    let upgrade = match websocket::accept(&mut req, &websocket::READER_PROTOCOLS) {
+        Ok(upgrade) => upgrade,
+        Err(refusal) => {
+            return Ok(refusal
+                .response::<String>()
+                .map(|b| http_body_util::Full::new(Bytes::from(b)).boxed_unsync()));
+        }
+    };
+    let response = upgrade.response::<Body>();
+    tokio::spawn(websocket::send_stream(upgrade, Box::pin(log)));
+    Ok(response)
+}
+
+/// The log as the kubelet streams it (nothing for an unscheduled pod), once
+/// the options, the pod, the container and the kubelet's answer are checked.
+async fn open(
+    ctx: &Context,
+    target: &Target,
+    query: &Query,
+) -> Result<impl Stream<Item = Bytes> + Send + 'static> {
     require_namespace(target)?;
     let name = named(target)?;
     let options = Options::parse(query)?;
@@ -211,7 +247,7 @@ pub async fn serve(ctx: &Context, target: &Target, query: &Query) -> Result<Resp
     let node_name = node_name(&pod.value);
     if node_name.is_empty() {
         // Not scheduled: upstream streams nothing.
-        return Ok(h::bytes(200, "text/plain", Bytes::new()));
+        return Ok(futures::future::Either::Left(futures::stream::empty()));
     }
     let node = ctx.registry.get(&resources::NODES, "", node_name)?;
     let at = ctx.kubelet.locate(&node.value)?;
@@ -225,7 +261,9 @@ pub async fn serve(ctx: &Context, target: &Target, query: &Query) -> Result<Resp
     if !(200..=206).contains(&code) {
         return Err(kubelet_error(code, resp.into_body(), name).await);
     }
-    Ok(h::stream("text/plain", body_stream(resp.into_body())))
+    Ok(futures::future::Either::Right(body_stream(
+        resp.into_body(),
+    )))
 }
 
 /// A kubelet's error answer as upstream's `GenericHttpResponseChecker` maps it.

@@ -68,9 +68,13 @@ pub struct Upgrade {
 /// Whether a request asks for a WebSocket (`Connection: upgrade`,
 /// `Upgrade: websocket`).
 pub fn is_websocket<B>(req: &Request<B>) -> bool {
-    connection_upgrade(req.headers())
-        && req
-            .headers()
+    asks_websocket(req.headers())
+}
+
+/// [`is_websocket`] of a request's headers.
+pub fn asks_websocket(headers: &HeaderMap) -> bool {
+    connection_upgrade(headers)
+        && headers
             .get(header::UPGRADE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))

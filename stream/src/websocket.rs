@@ -24,6 +24,9 @@ use tracing::Instrument;
 use crate::Closed;
 use crate::upgrade::Refusal;
 
+/// The protocols of a byte stream sent as messages (`NewDefaultReaderProtocols`).
+pub const READER_PROTOCOLS: [&str; 3] = ["", "binary.k8s.io", "base64.binary.k8s.io"];
+
 /// The channel of `v5.channel.k8s.io`'s close signal.
 const CLOSE_SIGNAL: u8 = 255;
 
@@ -249,6 +252,43 @@ impl Connection {
     /// Waits until the client has gone or the connection was closed.
     pub async fn closed(self) {
         let _ = self.done.await;
+    }
+}
+
+/// Sends a byte stream as messages, as `wsstream.Reader` does: an empty
+/// message first, then chunks of at most 2048 bytes (base64 text under
+/// `base64.binary.k8s.io`), then a close; what the client sends is ignored.
+pub async fn send_stream<S>(upgrade: Upgrade, mut chunks: S)
+where
+    S: futures::Stream<Item = Bytes> + Unpin + Send + 'static,
+{
+    let base64 = upgrade.protocol.starts_with("base64.");
+    let Ok(upgraded) = upgrade.on.await else {
+        return;
+    };
+    let socket = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+    let (mut sink, mut source) = socket.split();
+    let message = |data: &[u8]| {
+        if base64 {
+            Message::text(STANDARD.encode(data))
+        } else {
+            Message::binary(data.to_vec())
+        }
+    };
+    let send = async {
+        sink.send(message(&[])).await?;
+        while let Some(chunk) = chunks.next().await {
+            for piece in chunk.chunks(2048) {
+                sink.send(message(piece)).await?;
+            }
+        }
+        sink.send(normal_close()).await
+    };
+    // The client's messages are read and dropped; its going away ends the send.
+    let ignore = async { while let Some(Ok(_)) = source.next().await {} };
+    tokio::select! {
+        _ = send => {}
+        () = ignore => {}
     }
 }
 

@@ -84,6 +84,10 @@ pub struct LogExpectation {
     /// Read the previous (terminated) instance's log.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub previous: bool,
+    /// Read it over WebSocket with this protocol (`binary.k8s.io`,
+    /// `base64.binary.k8s.io`), as upstream's websocket log test does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<String>,
     /// How long to keep reading until the log matches (default 30 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub within: Option<CaseDuration>,

@@ -78,6 +78,11 @@ pub struct ExecStep {
     /// Text sent to the command's standard input, which then ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdin: Option<String>,
+    /// Speak WebSocket with this channel protocol (`channel.k8s.io`,
+    /// `v4.channel.k8s.io`, `v5.channel.k8s.io`, …) instead of SPDY, as
+    /// upstream's websocket tests and kubectl ≥ 1.30 do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<String>,
     /// How long to keep trying until everything matches (default 30 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub within: Option<CaseDuration>,

@@ -150,10 +150,25 @@ pub async fn expect_logs(
         ..LogParams::default()
     };
     retry(within, case_deadline, || async {
-        let log = api
-            .logs(pod, &params)
-            .await
-            .map_err(|e| format!("reading the log: {e}"))?;
+        let log = match &exp.websocket {
+            Some(protocol) => {
+                let mut path = format!("/api/v1/namespaces/{namespace}/pods/{pod}/log");
+                let mut query = form_urlencoded::Serializer::new(String::new());
+                if let Some(container) = &exp.container {
+                    query.append_pair("container", container);
+                }
+                if exp.previous {
+                    query.append_pair("previous", "true");
+                }
+                let query = query.finish();
+                if !query.is_empty() {
+                    path = format!("{path}?{query}");
+                }
+                super::streams::websocket_log(client, &path, protocol).await
+            }
+            None => api.logs(pod, &params).await.map_err(|e| e.to_string()),
+        }
+        .map_err(|e| format!("reading the log: {e}"))?;
         exp.mismatch(&log).map_or(Ok(()), Err)
     })
     .await

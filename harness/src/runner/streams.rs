@@ -12,6 +12,27 @@ use tokio::time::Instant;
 use super::observe::{DEFAULT_WITHIN, retry};
 use crate::case::{ExecStep, PortForwardStep};
 
+/// Sends an upgrade request through `client`; anything but a `101` is the error.
+async fn send_upgrade(
+    client: &kube::Client,
+    request: Request<kube::client::Body>,
+) -> Result<http::Response<kube::client::Body>, String> {
+    let response = client.send(request).await.map_err(|e| e.to_string())?;
+    if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect_bytes()
+            .await
+            .unwrap_or_default();
+        return Err(format!(
+            "the upgrade was refused: {status}: {}",
+            String::from_utf8_lossy(&body).trim_end()
+        ));
+    }
+    Ok(response)
+}
+
 /// Opens a SPDY session on `path_and_query` through `client`.
 async fn session(
     client: &kube::Client,
@@ -27,19 +48,7 @@ async fn session(
     let request = request
         .body(kube::client::Body::from(Vec::new()))
         .map_err(|e| e.to_string())?;
-    let response = client.send(request).await.map_err(|e| e.to_string())?;
-    if response.status() != StatusCode::SWITCHING_PROTOCOLS {
-        let status = response.status();
-        let body = response
-            .into_body()
-            .collect_bytes()
-            .await
-            .unwrap_or_default();
-        return Err(format!(
-            "the upgrade was refused: {status}: {}",
-            String::from_utf8_lossy(&body).trim_end()
-        ));
-    }
+    let response = send_upgrade(client, request).await?;
     let protocol = response
         .headers()
         .get(upgrade::PROTOCOL_HEADER)
@@ -78,13 +87,17 @@ pub async fn exec(
     );
     let within = step.within.map_or(DEFAULT_WITHIN, |d| d.get());
     retry(within, case_deadline, || async {
-        let (session, protocol) = session(client, &path, &remotecommand::PROTOCOLS).await?;
         let stdin = step.stdin.clone().map(Bytes::from);
-        let out = client::exec_on(session, protocol, stdin)
-            .await
-            .map_err(|e| e.to_string())?;
-        let code = out
-            .exit_code()
+        let out = match &step.websocket {
+            Some(protocol) => websocket_exec(client, &path, protocol, stdin).await?,
+            None => {
+                let (session, protocol) = session(client, &path, &remotecommand::PROTOCOLS).await?;
+                client::exec_on(session, protocol, stdin)
+                    .await
+                    .map_err(|e| e.to_string())?
+            }
+        };
+        let code = exit_code(&out)
             .ok_or_else(|| format!("no exit status: the error stream says {:?}", out.error))?;
         let want = step.exit_code.unwrap_or(0);
         if code != want {
@@ -108,6 +121,156 @@ pub async fn exec(
         Ok(())
     })
     .await
+}
+
+/// The exit code an exec's error stream reports: the v4 status, or under
+/// the older protocols nothing for success and the failure's text.
+fn exit_code(out: &client::Output) -> Option<i32> {
+    if out.error.is_empty() {
+        return Some(0);
+    }
+    out.exit_code().or_else(|| {
+        out.error
+            .rsplit_once("exit code ")
+            .and_then(|(_, code)| code.trim().parse().ok())
+    })
+}
+
+/// A WebSocket to `path` through `client`, offering `protocol`: the socket
+/// and the protocol the server chose.
+async fn websocket(
+    client: &kube::Client,
+    path: &str,
+    protocol: &str,
+) -> Result<(Socket, String), String> {
+    use tokio_tungstenite::tungstenite::handshake::client::generate_key;
+    use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+    let key = generate_key();
+    let request = Request::get(path)
+        .header(header::CONNECTION, "Upgrade")
+        .header(header::UPGRADE, "websocket")
+        .header(header::SEC_WEBSOCKET_VERSION, "13")
+        .header(header::SEC_WEBSOCKET_KEY, key.as_str())
+        .header(header::SEC_WEBSOCKET_PROTOCOL, protocol)
+        .body(kube::client::Body::from(Vec::new()))
+        .map_err(|e| e.to_string())?;
+    let response = send_upgrade(client, request).await?;
+    let header_of = |name| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let accept = header_of(header::SEC_WEBSOCKET_ACCEPT);
+    if accept != derive_accept_key(key.as_bytes()) {
+        return Err(format!("bad Sec-WebSocket-Accept {accept:?}"));
+    }
+    let negotiated = header_of(header::SEC_WEBSOCKET_PROTOCOL);
+    let upgraded = hyper::upgrade::on(response)
+        .await
+        .map_err(|e| format!("upgrading: {e}"))?;
+    let socket = tokio_tungstenite::WebSocketStream::from_raw_socket(
+        TokioIo::new(upgraded),
+        tokio_tungstenite::tungstenite::protocol::Role::Client,
+        None,
+    )
+    .await;
+    Ok((socket, negotiated))
+}
+
+type Socket = tokio_tungstenite::WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
+
+/// A container's log read over WebSocket (`binary.k8s.io` or
+/// `base64.binary.k8s.io`): every message's bytes until the server closes.
+pub async fn websocket_log(
+    client: &kube::Client,
+    path: &str,
+    protocol: &str,
+) -> Result<String, String> {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let (mut socket, negotiated) = websocket(client, path, protocol).await?;
+    let mut log = Vec::new();
+    while let Some(message) = socket.next().await {
+        match message.map_err(|e| e.to_string())? {
+            Message::Binary(data) => log.extend_from_slice(&data),
+            Message::Text(text) if negotiated.starts_with("base64.") => {
+                use base64::Engine;
+                let data = base64::engine::general_purpose::STANDARD
+                    .decode(text.as_bytes())
+                    .map_err(|e| e.to_string())?;
+                log.extend_from_slice(&data);
+            }
+            Message::Close(_) => break,
+            _ => {}
+        }
+    }
+    Ok(String::from_utf8_lossy(&log).into_owned())
+}
+
+/// An exec over WebSocket with channel protocol `protocol`, through
+/// `client`: stdin on channel 0 (then v5's close signal), stdout, stderr and
+/// the error stream from channels 1 to 3, read until the server closes.
+async fn websocket_exec(
+    client: &kube::Client,
+    path: &str,
+    protocol: &str,
+    stdin: Option<Bytes>,
+) -> Result<client::Output, String> {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let (mut socket, negotiated) = websocket(client, path, protocol).await?;
+    let base64 = negotiated.contains("base64");
+    if let Some(data) = stdin {
+        let message = if base64 {
+            use base64::Engine;
+            Message::text(format!(
+                "0{}",
+                base64::engine::general_purpose::STANDARD.encode(&data)
+            ))
+        } else {
+            Message::binary([&[0u8][..], &data].concat())
+        };
+        socket.send(message).await.map_err(|e| e.to_string())?;
+        if negotiated == "v5.channel.k8s.io" {
+            socket
+                .send(Message::binary(vec![255u8, 0]))
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    let mut channels = vec![Vec::new(); 5];
+    while let Some(message) = socket.next().await {
+        let (channel, data) = match message.map_err(|e| e.to_string())? {
+            Message::Binary(data) if !base64 => match data.split_first() {
+                Some((c, rest)) => (*c, rest.to_vec()),
+                None => continue,
+            },
+            Message::Text(text) if base64 => {
+                use base64::Engine;
+                let Some((c, rest)) = text.as_bytes().split_first() else {
+                    continue;
+                };
+                let data = base64::engine::general_purpose::STANDARD
+                    .decode(rest)
+                    .map_err(|e| e.to_string())?;
+                (c.wrapping_sub(b'0'), data)
+            }
+            Message::Close(_) => break,
+            _ => continue,
+        };
+        if let Some(buffer) = channels.get_mut(usize::from(channel)) {
+            buffer.extend_from_slice(&data);
+        }
+    }
+    Ok(client::Output {
+        stdout: std::mem::take(&mut channels[1]),
+        stderr: std::mem::take(&mut channels[2]),
+        error: String::from_utf8_lossy(&channels[3]).into_owned(),
+        protocol: negotiated,
+    })
 }
 
 /// Runs a `portForward` step.
