@@ -1,7 +1,7 @@
 //! The agent's kubelet endpoint (the kubelet's port 10250 server): HTTPS with a
 //! self-signed certificate made at start, on 127.0.0.1 unless asked otherwise,
 //! serving `GET /containerLogs/{namespace}/{pod}/{container}` ([`crate::pod_logs`]),
-//! `/exec`, `/attach` and `/portForward` ([`crate::streaming`]) and `/healthz`. Its port is the Node's `daemonEndpoints.kubeletEndpoint.Port`,
+//! `/exec`, `/attach` and `/portForward` ([`crate::streaming`]), `/pods` and `/healthz`. Its port is the Node's `daemonEndpoints.kubeletEndpoint.Port`,
 //! where the API server sends `kubectl logs`.
 //!
 //! Like a kubelet with anonymous authentication and `AlwaysAllow`, it does not
@@ -28,6 +28,8 @@ use tokio_rustls::rustls::{self, ServerConfig};
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 use tracing::Instrument;
+
+use k8s_openapi::api::core::v1::Pod;
 
 use crate::pod_logs::{self, Context, Query};
 use crate::streaming;
@@ -145,6 +147,9 @@ async fn route<B>(
     if path == "/healthz" {
         return text(StatusCode::OK, "ok".into());
     }
+    if path == "/pods" || path == "/pods/" {
+        return pods(ctx).await;
+    }
     let ["containerLogs", namespace, pod, container] = segments.as_slice() else {
         return text(StatusCode::NOT_FOUND, "404 page not found\n".into());
     };
@@ -186,6 +191,31 @@ async fn container_logs(
         http::HeaderValue::from_static("text/plain"),
     );
     Ok(resp)
+}
+
+/// `GET /pods`: the pods bound to this node, as a `PodList` (the kubelet
+/// answers from its pod manager; the agent asks the API server).
+async fn pods(ctx: &Context) -> Response<Body> {
+    let api: kube::Api<Pod> = kube::Api::all(ctx.client.clone());
+    let params =
+        kube::api::ListParams::default().fields(&format!("spec.nodeName={}", ctx.node_name));
+    match api.list(&params).await {
+        Ok(list) => {
+            let body = serde_json::json!({
+                "kind": "PodList",
+                "apiVersion": "v1",
+                "metadata": {},
+                "items": list.items,
+            });
+            let mut resp = Response::new(Full::new(Bytes::from(body.to_string())).boxed_unsync());
+            resp.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
+            resp
+        }
+        Err(err) => text(StatusCode::INTERNAL_SERVER_ERROR, err.to_string()),
+    }
 }
 
 fn text(code: StatusCode, body: String) -> Response<Body> {

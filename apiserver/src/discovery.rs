@@ -150,6 +150,14 @@ pub fn resource_list(group: &str, version: &str, release: Version) -> Value {
                 ));
             }
         }
+        if std::ptr::eq(*r, &resources::NODES) {
+            list.push(entry(
+                r,
+                "nodes/proxy".into(),
+                "NodeProxyOptions",
+                &["create", "delete", "get", "patch", "update"],
+            ));
+        }
         if std::ptr::eq(*r, &resources::SERVICEACCOUNTS) {
             let mut token = entry(
                 r,
@@ -198,6 +206,7 @@ mod tests {
             "pods/portforward",
             "pods/resize",
             "nodes/status",
+            "nodes/proxy",
             "serviceaccounts/token",
         ] {
             assert!(names.contains(&n), "{n}");

@@ -22,7 +22,8 @@ use crate::store::WatchStart;
 use crate::strategy::{self, Part};
 use crate::table::View;
 use crate::{
-    auth, binding, discovery, meta, openapi, pod_connect, pod_log, subresources, validation, watch,
+    auth, binding, discovery, meta, node_proxy, openapi, pod_connect, pod_log, subresources,
+    validation, watch,
 };
 
 /// Everything a request handler needs.
@@ -54,6 +55,11 @@ pub async fn handle(ctx: Arc<Context>, req: Request<Incoming>) -> Response<Body>
 }
 
 async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> {
+    if let Some((node, path)) = node_proxy::parse(req.uri().path()) {
+        auth::check(ctx.token.as_deref(), req.headers())?;
+        let node = node.to_owned();
+        return node_proxy::serve(ctx, &node, &path, req).await;
+    }
     let (parts, body) = req.into_parts();
     let route = route(parts.uri.path());
     if !matches!(route, Ok(Route::Health) | Ok(Route::Version)) {

@@ -137,22 +137,44 @@ impl KubeletClient {
     /// `GET https://{location}{path_and_query}`; transport failures are a 500
     /// worded like Go's HTTP client.
     pub async fn get(&self, at: &Location, path_and_query: &str) -> Result<Response<Incoming>> {
-        let (tls, host) = self.connect(at, "Get", path_and_query).await?;
+        let request = Request::get(path_and_query)
+            .header(http::header::USER_AGENT, "nodeconform-apiserver")
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| Error::Unreachable {
+                message: e.to_string(),
+            })?;
+        self.send(at, request).await
+    }
+
+    /// Sends `request` (its URI a path and query) to the kubelet at `at`;
+    /// transport failures are a 500 worded like Go's HTTP client.
+    pub async fn send<B>(&self, at: &Location, request: Request<B>) -> Result<Response<Incoming>>
+    where
+        B: hyper::body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let path = request
+            .uri()
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_owned();
+        let method = request.method().as_str().to_owned();
+        let method = format!("{}{}", &method[..1], method[1..].to_ascii_lowercase());
+        let (tls, host) = self.connect(at, &method, &path).await?;
         let fail = |what: String| Error::Unreachable {
-            message: format!("Get \"https://{host}{path_and_query}\": {what}"),
+            message: format!("{method} \"https://{host}{path}\": {what}"),
         };
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
             .await
             .map_err(|e| fail(e.to_string()))?;
-        // The connection lives as long as the response body is read.
         tokio::spawn(async move {
             let _ = conn.await;
         });
-        let request = Request::get(path_and_query)
-            .header(http::header::HOST, host.as_str())
-            .header(http::header::USER_AGENT, "nodeconform-apiserver")
-            .body(Empty::<Bytes>::new())
-            .map_err(|e| fail(e.to_string()))?;
+        let mut request = request;
+        if let Ok(v) = http::HeaderValue::from_str(&host) {
+            request.headers_mut().insert(http::header::HOST, v);
+        }
         sender
             .send_request(request)
             .await

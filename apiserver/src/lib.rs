@@ -15,7 +15,7 @@
 //! `pods/resize` through the registry with [`strategy`], then [`pod_resize_admission`];
 //! `pods/log` through [`pod_log`], proxied to the node's kubelet by [`kubelet_client`], and
 //! `pods/exec`, `pods/attach` and `pods/portforward` through [`pod_connect`], whose upgraded
-//! connections are spliced to the kubelet's;
+//! connections are spliced to the kubelet's; `nodes/{name}/proxy` through [`node_proxy`];
 //! events.k8s.io/v1 events are converted to and from core/v1 by [`events`].
 //! Every error leaves as a `metav1.Status` via [`status`]. [`node_lifecycle`] optionally
 //! plays the node lifecycle controller. [`version`] is the release the double answers as
@@ -51,6 +51,7 @@ pub mod managed_fields;
 pub mod meta;
 pub mod node_declared_features;
 pub mod node_lifecycle;
+pub mod node_proxy;
 pub mod openapi;
 pub mod patch;
 pub mod pod_connect;

@@ -326,6 +326,31 @@ async fn exec_attach_port_forward_and_logs_reach_pods_through_the_api_server() {
         "{error}"
     );
 
+    // nodes/proxy reaches the node agent's kubelet endpoint.
+    let client = up.client().await;
+    let raw = |path: &str| {
+        let client = client.clone();
+        let request = http::Request::get(path).body(Vec::new()).unwrap();
+        async move { client.request_text(request).await.unwrap() }
+    };
+    assert_eq!(raw("/api/v1/nodes/nodeconform/proxy/healthz").await, "ok");
+    let list: serde_json::Value =
+        serde_json::from_str(&raw("/api/v1/nodes/nodeconform/proxy/pods").await).unwrap();
+    assert_eq!(list["kind"], "PodList");
+    let mut names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["metadata"]["name"].as_str())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, ["s", "web"]);
+    assert!(
+        raw("/api/v1/nodes/nodeconform/proxy/containerLogs/default/s/c?tailLines=1")
+            .await
+            .starts_with("tick")
+    );
+
     // Refusals are kube-apiserver's, and the node agent's passed through.
     let refused = |path: &'static str| {
         let api = api.clone();

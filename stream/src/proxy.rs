@@ -24,14 +24,17 @@ pub enum Error {
 }
 
 /// Headers that belong to one hop and are not passed on (Go's
-/// `hopHeaders`, less the two an upgrade needs).
-const HOP_HEADERS: [&str; 6] = [
-    "keep-alive",
+/// `hopHeaders`); an upgrade keeps `Connection` and `Upgrade`.
+pub const HOP_HEADERS: [&str; 9] = [
+    "connection",
     "proxy-connection",
+    "keep-alive",
     "proxy-authenticate",
     "proxy-authorization",
     "te",
     "trailer",
+    "transfer-encoding",
+    "upgrade",
 ];
 
 /// Sends upgrade request `req` to the backend over `backend` as
@@ -51,7 +54,10 @@ where
         .method(req.method().clone())
         .uri(path_and_query);
     for (name, value) in req.headers() {
-        if name == header::HOST || HOP_HEADERS.contains(&name.as_str()) {
+        let hop = HOP_HEADERS.contains(&name.as_str())
+            && name != header::CONNECTION
+            && name != header::UPGRADE;
+        if name == header::HOST || hop {
             continue;
         }
         forwarded = forwarded.header(name, value);
