@@ -174,6 +174,11 @@ where
             Ok((session, protocol)) => {
                 translate::remote_command(channels, session, protocol, options).await;
             }
+            // client-go's words for a refused upgrade, under the translator's InternalError.
+            Err(client::Error::Refused { body, .. }) => {
+                let why = format!("unable to upgrade connection: {}", body.trim_end());
+                channels.finish(Outcome::Failed(why)).await;
+            }
             Err(error) => channels.finish(Outcome::Failed(error.to_string())).await,
         }
     });

@@ -169,23 +169,34 @@ impl Streaming {
             }
             _ => return text(StatusCode::NOT_FOUND, "404 page not found\n"),
         };
-        if upgrade::is_websocket(&req) {
-            return self.serve_websocket(req, cached, runtime);
-        }
-        let protocols: &[&str] = match cached {
-            Cached::PortForward(_) => &portforward::PROTOCOLS,
-            _ => &remotecommand::PROTOCOLS,
+        let carrier = if upgrade::is_websocket(&req) {
+            // `wsstream`'s channel protocols, which containerd's streaming
+            // server serves beside SPDY (never `v5`: that is kube-apiserver's).
+            let protocols: &[&str] = match cached {
+                Cached::PortForward(_) => &PORT_FORWARD_WEBSOCKET_PROTOCOLS,
+                _ => &remotecommand::WEBSOCKET_PROTOCOLS,
+            };
+            websocket::accept(&mut req, protocols).map(Carrier::WebSocket)
+        } else {
+            let protocols: &[&str] = match cached {
+                Cached::PortForward(_) => &portforward::PROTOCOLS,
+                _ => &remotecommand::PROTOCOLS,
+            };
+            upgrade::spdy(&mut req, protocols).map(Carrier::Spdy)
         };
-        let upgrade = match upgrade::spdy(&mut req, protocols) {
-            Ok(upgrade) => upgrade,
+        let carrier = match carrier {
+            Ok(carrier) => carrier,
             Err(refusal) => return refusal.response(),
         };
-        let response = upgrade.response();
+        let response = match &carrier {
+            Carrier::Spdy(upgrade) => upgrade.response(),
+            Carrier::WebSocket(upgrade) => upgrade.response(),
+        };
         match cached {
             Cached::Exec(request) => {
                 let options = options(request.stdin, request.stdout, request.stderr, request.tty);
                 tokio::spawn(async move {
-                    if let Ok(channels) = remotecommand::accept(upgrade, options).await {
+                    if let Ok(channels) = carrier.channels(options).await {
                         exec(&runtime, &request, channels).await;
                     }
                 });
@@ -193,71 +204,47 @@ impl Streaming {
             Cached::Attach(request) => {
                 let options = options(request.stdin, request.stdout, request.stderr, request.tty);
                 tokio::spawn(async move {
-                    if let Ok(channels) = remotecommand::accept(upgrade, options).await {
+                    if let Ok(channels) = carrier.channels(options).await {
                         attach(&runtime, &request, channels).await;
                     }
                 });
             }
             Cached::PortForward(request) => {
                 let id = request.pod_sandbox_id.clone();
-                tokio::spawn(portforward::serve(upgrade, id.clone(), dialer(runtime, id)));
+                let dial = dialer(runtime, id.clone());
+                match carrier {
+                    Carrier::Spdy(upgrade) => {
+                        tokio::spawn(portforward::serve(upgrade, id, dial));
+                    }
+                    Carrier::WebSocket(upgrade) => {
+                        // Over WebSocket the ports are the request's.
+                        let ports = request.port.iter().filter_map(|p| u16::try_from(*p).ok());
+                        let ports = ports.collect();
+                        tokio::spawn(portforward::serve_websocket(upgrade, ports, id, dial));
+                    }
+                }
             }
         }
         response
     }
 }
 
-impl Streaming {
-    /// The WebSocket side: `wsstream`'s channel protocols, which containerd's
-    /// streaming server serves beside SPDY (never `v5`: that is kube-apiserver's).
-    fn serve_websocket<B>(
-        &self,
-        mut req: Request<B>,
-        cached: Cached,
-        runtime: Arc<Runtime>,
-    ) -> Response<Body> {
-        let protocols: &[&str] = match cached {
-            Cached::PortForward(_) => &PORT_FORWARD_WEBSOCKET_PROTOCOLS,
-            _ => &remotecommand::WEBSOCKET_PROTOCOLS,
-        };
-        let upgrade = match websocket::accept(&mut req, protocols) {
-            Ok(upgrade) => upgrade,
-            Err(refusal) => return refusal.response(),
-        };
-        let response = upgrade.response();
-        match cached {
-            Cached::Exec(request) => {
-                let options = options(request.stdin, request.stdout, request.stderr, request.tty);
-                tokio::spawn(async move {
-                    if let Ok(channels) = remotecommand::accept_websocket(upgrade, options).await {
-                        exec(&runtime, &request, channels).await;
-                    }
-                });
-            }
-            Cached::Attach(request) => {
-                let options = options(request.stdin, request.stdout, request.stderr, request.tty);
-                tokio::spawn(async move {
-                    if let Ok(channels) = remotecommand::accept_websocket(upgrade, options).await {
-                        attach(&runtime, &request, channels).await;
-                    }
-                });
-            }
-            Cached::PortForward(request) => {
-                let id = request.pod_sandbox_id.clone();
-                let ports = request
-                    .port
-                    .iter()
-                    .filter_map(|p| u16::try_from(*p).ok())
-                    .collect();
-                tokio::spawn(portforward::serve_websocket(
-                    upgrade,
-                    ports,
-                    id.clone(),
-                    dialer(runtime, id),
-                ));
-            }
+/// An accepted upgrade, over either carrier.
+enum Carrier {
+    Spdy(upgrade::Upgrade),
+    WebSocket(websocket::Upgrade),
+}
+
+impl Carrier {
+    /// A remote command's channels, once the client is connected.
+    async fn channels(
+        self,
+        options: Options,
+    ) -> Result<remotecommand::Channels, remotecommand::Error> {
+        match self {
+            Carrier::Spdy(upgrade) => remotecommand::accept(upgrade, options).await,
+            Carrier::WebSocket(upgrade) => remotecommand::accept_websocket(upgrade, options).await,
         }
-        response
     }
 }
 

@@ -100,7 +100,7 @@ impl Session {
         let (accepted_tx, accepted) = mpsc::channel(16);
         let (frames_tx, frames) = mpsc::channel(64);
         let (mut read, write) = tokio::io::split(io);
-        tokio::spawn(
+        let reader = tokio::spawn(
             async move {
                 let mut decoder = Decoder::default();
                 loop {
@@ -120,6 +120,7 @@ impl Session {
             .in_current_span(),
         );
         let task = Task {
+            reader: reader.abort_handle(),
             write,
             encoder: Encoder::default(),
             streams: HashMap::new(),
@@ -236,6 +237,9 @@ impl Writer {
 
 /// The session task's state.
 struct Task<W> {
+    /// The frame reader, stopped with the session (a peer that never
+    /// closes its side would keep it reading).
+    reader: tokio::task::AbortHandle,
     write: W,
     encoder: Encoder,
     /// Inbound queues of the streams the peer may still send on.
@@ -273,6 +277,7 @@ impl<W: AsyncWrite + Unpin> Task<W> {
             }
         }
         let _ = self.write.shutdown().await;
+        self.reader.abort();
         // Dropping the queues ends every stream's reads; closing the
         // commands channel ends its writes and `Session::closed`.
         commands.close();
