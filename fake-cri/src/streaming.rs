@@ -290,8 +290,8 @@ async fn attach(
         .attach(
             &request.container_id,
             stdin,
-            channels.stdout.clone(),
-            channels.stderr.clone(),
+            channels.output(false),
+            channels.output(true),
         )
         .await;
     channels.finish(outcome).await;
@@ -339,13 +339,12 @@ async fn run_exec(
 ) -> Outcome {
     let mut stdin = channels.stdin.take().map(Input::new);
     let (tx, mut rx) = mpsc::unbounded_channel::<(Stream, String)>();
-    let (stdout, stderr) = (channels.stdout.clone(), channels.stderr.clone());
+    let (stdout, stderr) = (channels.output(false), channels.output(true));
     let pump = tokio::spawn(async move {
         while let Some((stream, text)) = rx.recv().await {
             let writer = match stream {
                 Stream::Stdout => stdout.as_ref(),
-                // With a TTY, errors go to the terminal.
-                Stream::Stderr => stderr.as_ref().or(stdout.as_ref()),
+                Stream::Stderr => stderr.as_ref(),
             };
             if let Some(writer) = writer {
                 let _ = writer.write(text.into_bytes()).await;

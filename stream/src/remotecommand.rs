@@ -109,6 +109,7 @@ pub struct Channels {
     /// Terminal sizes, with a TTY under v3 and later.
     pub resize: Option<mpsc::UnboundedReceiver<TerminalSize>>,
     error: Option<Writer>,
+    tty: bool,
     protocol: String,
     ending: Ending,
 }
@@ -136,6 +137,7 @@ pub async fn accept(upgrade: Upgrade, options: Options) -> Result<Channels, Erro
         stderr: None,
         resize: None,
         error: None,
+        tty: options.tty,
         protocol,
         ending: Ending::Spdy(session),
     };
@@ -211,6 +213,7 @@ pub async fn accept_websocket(
         stderr,
         resize,
         error,
+        tty: options.tty,
         protocol,
         ending: Ending::WebSocket(conn),
     })
@@ -247,6 +250,17 @@ fn resize_events(
 }
 
 impl Channels {
+    /// Where the command's standard output (`stderr` false) or standard
+    /// error goes: its own stream, or with a terminal stdout's; `None` when
+    /// the client asked for neither (the output is dropped).
+    pub fn output(&self, stderr: bool) -> Option<Writer> {
+        match (stderr, self.tty) {
+            (false, _) => self.stdout.clone(),
+            (true, false) => self.stderr.clone(),
+            (true, true) => self.stderr.clone().or_else(|| self.stdout.clone()),
+        }
+    }
+
     /// The negotiated protocol.
     pub fn protocol(&self) -> &str {
         &self.protocol

@@ -90,7 +90,7 @@ impl Runtime {
 
 impl Runtime {
     /// `Attach`: the running container's output from now on, to `stdout`
-    /// and `stderr` (stderr to stdout with a TTY), until it exits; what the
+    /// and `stderr` (where the client's channels route them), until it exits; what the
     /// client sends on `stdin` goes to the container's standard input if it
     /// has one (`stdin: true`), which ends with the client's when the
     /// container asked for `stdin_once`.
@@ -156,8 +156,8 @@ impl Runtime {
     }
 }
 
-/// Writes attached output to its stream (stderr to stdout with a TTY);
-/// `false` once the client has gone.
+/// Writes attached output to its stream's writer (none: dropped); `false`
+/// once the client has gone.
 async fn forward(
     stdout: &Option<Writer>,
     stderr: &Option<Writer>,
@@ -166,7 +166,7 @@ async fn forward(
 ) -> bool {
     let writer = match stream {
         Stream::Stdout => stdout.as_ref(),
-        Stream::Stderr => stderr.as_ref().or(stdout.as_ref()),
+        Stream::Stderr => stderr.as_ref(),
     };
     match writer {
         Some(writer) => writer.write(text.into_bytes()).await.is_ok(),
