@@ -248,6 +248,7 @@ impl AgentBuilder {
             client: self.client.clone(),
             node_name: self.node_name.clone(),
             runtime: runtime.clone(),
+            started: k8s_openapi::jiff::Timestamp::now(),
         };
         let (kubelet_addr, task) =
             kubelet_server::spawn(self.kubelet_addr, node_ip, logs, shutdown.clone())

@@ -1,7 +1,8 @@
 //! The agent's kubelet endpoint (the kubelet's port 10250 server): HTTPS with a
 //! self-signed certificate made at start, on 127.0.0.1 unless asked otherwise,
 //! serving `GET /containerLogs/{namespace}/{pod}/{container}` ([`crate::pod_logs`]),
-//! `/exec`, `/attach` and `/portForward` ([`crate::streaming`]), `/pods` and `/healthz`. Its port is the Node's `daemonEndpoints.kubeletEndpoint.Port`,
+//! `/exec`, `/attach` and `/portForward` ([`crate::streaming`]), `/stats/summary`
+//! ([`crate::stats_summary`]), `/pods` and `/healthz`. Its port is the Node's `daemonEndpoints.kubeletEndpoint.Port`,
 //! where the API server sends `kubectl logs`.
 //!
 //! Like a kubelet with anonymous authentication and `AlwaysAllow`, it does not
@@ -32,7 +33,7 @@ use tracing::Instrument;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::pod_logs::{self, Context, Query};
-use crate::streaming;
+use crate::{stats_summary, streaming};
 
 /// Errors starting the server.
 #[derive(Debug, thiserror::Error)]
@@ -150,6 +151,12 @@ async fn route<B>(
     if path == "/pods" || path == "/pods/" {
         return pods(ctx).await;
     }
+    if path == "/stats/summary" {
+        return match stats_summary::summary(&ctx.runtime, &ctx.node_name, ctx.started).await {
+            Ok(summary) => json(&summary),
+            Err(err) => text(StatusCode::INTERNAL_SERVER_ERROR, err.to_string()),
+        };
+    }
     let ["containerLogs", namespace, pod, container] = segments.as_slice() else {
         return text(StatusCode::NOT_FOUND, "404 page not found\n".into());
     };
@@ -200,22 +207,23 @@ async fn pods(ctx: &Context) -> Response<Body> {
     let params =
         kube::api::ListParams::default().fields(&format!("spec.nodeName={}", ctx.node_name));
     match api.list(&params).await {
-        Ok(list) => {
-            let body = serde_json::json!({
-                "kind": "PodList",
-                "apiVersion": "v1",
-                "metadata": {},
-                "items": list.items,
-            });
-            let mut resp = Response::new(Full::new(Bytes::from(body.to_string())).boxed_unsync());
-            resp.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static("application/json"),
-            );
-            resp
-        }
+        Ok(list) => json(&serde_json::json!({
+            "kind": "PodList",
+            "apiVersion": "v1",
+            "metadata": {},
+            "items": list.items,
+        })),
         Err(err) => text(StatusCode::INTERNAL_SERVER_ERROR, err.to_string()),
     }
+}
+
+fn json(value: &serde_json::Value) -> Response<Body> {
+    let mut resp = Response::new(Full::new(Bytes::from(value.to_string())).boxed_unsync());
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    resp
 }
 
 fn text(code: StatusCode, body: String) -> Response<Body> {

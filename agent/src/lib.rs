@@ -84,6 +84,7 @@ pub mod resource;
 pub mod runtime;
 pub mod server;
 pub mod static_pods;
+pub mod stats_summary;
 pub mod status_manager;
 pub mod streaming;
 pub mod sync_loop;

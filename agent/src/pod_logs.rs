@@ -212,6 +212,8 @@ pub struct Context {
     pub node_name: String,
     /// The runtime, for the container's log path and state.
     pub runtime: Runtime,
+    /// When the agent started (the node's `startTime` in `/stats/summary`).
+    pub started: Timestamp,
 }
 
 impl std::fmt::Debug for Context {

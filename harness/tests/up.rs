@@ -345,6 +345,21 @@ async fn exec_attach_port_forward_and_logs_reach_pods_through_the_api_server() {
         .collect();
     names.sort_unstable();
     assert_eq!(names, ["s", "web"]);
+    let summary: serde_json::Value =
+        serde_json::from_str(&raw("/api/v1/nodes/nodeconform/proxy/stats/summary").await).unwrap();
+    assert_eq!(summary["node"]["nodeName"], "nodeconform");
+    let s_stats = summary["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["podRef"]["name"] == "s")
+        .expect("pod s in the summary");
+    assert_eq!(s_stats["podRef"]["namespace"], "default");
+    assert_eq!(s_stats["containers"][0]["name"], "c");
+    assert!(
+        s_stats["containers"][0]["memory"]["workingSetBytes"].is_u64(),
+        "{s_stats}"
+    );
     assert!(
         raw("/api/v1/nodes/nodeconform/proxy/containerLogs/default/s/c?tailLines=1")
             .await

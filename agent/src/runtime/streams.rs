@@ -1,6 +1,7 @@
-//! The streaming RPCs (`Exec`, `Attach`, `PortForward`): each returns the URL
-//! of the runtime's streaming server that the kubelet server proxies
-//! `kubectl exec`, `attach` and `port-forward` to.
+//! What the kubelet server asks the runtime for: the streaming RPCs (`Exec`,
+//! `Attach`, `PortForward`), each returning the URL of the runtime's
+//! streaming server that `kubectl exec`, `attach` and `port-forward` are
+//! proxied to, and the stats of `/stats/summary`.
 
 use nodeconform_cri::v1 as cri;
 
@@ -73,5 +74,22 @@ impl Runtime {
             )
             .await?;
         Ok(resp.url)
+    }
+}
+
+impl Runtime {
+    /// `ListPodSandboxStats`: every ready sandbox's stats with its containers'.
+    pub async fn pod_sandbox_stats(&self) -> Result<Vec<cri::PodSandboxStats>> {
+        let resp = self
+            .call(
+                "ListPodSandboxStats",
+                || "runtime".into(),
+                None,
+                self.rs
+                    .clone()
+                    .list_pod_sandbox_stats(cri::ListPodSandboxStatsRequest::default()),
+            )
+            .await?;
+        Ok(resp.stats)
     }
 }
