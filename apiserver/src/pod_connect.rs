@@ -11,7 +11,6 @@
 
 use http::{Method, Request, Response};
 use http_body_util::{BodyExt, Full};
-
 use hyper_util::rt::TokioIo;
 use nodeconform_stream::remotecommand::{self, Options, Outcome};
 use nodeconform_stream::{client, portforward, translate, websocket};
