@@ -1,6 +1,7 @@
-//! `exec` and `portForward` steps: SPDY sessions opened through the case's
-//! API client (so any backend's authentication and TLS apply), then driven
-//! as client-go's executor and port forwarder drive them.
+//! `exec` and `portForward` steps, and logs read over WebSocket: SPDY
+//! sessions or WebSockets opened through the case's API client (so any
+//! backend's authentication and TLS apply), then driven as client-go's
+//! executor and port forwarder, or upstream's websocket tests, drive them.
 
 use bytes::Bytes;
 use http::{Request, StatusCode, header};
