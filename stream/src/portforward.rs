@@ -240,12 +240,3 @@ async fn download<R: AsyncRead + Unpin>(read: &mut R, out: &Writer) {
         }
     }
 }
-
-/// For a client: what a forwarded connection's error stream said, if anything.
-pub async fn error_text(mut inbound: mpsc::UnboundedReceiver<Bytes>) -> String {
-    let mut text = Vec::new();
-    while let Some(chunk) = inbound.recv().await {
-        text.extend_from_slice(&chunk);
-    }
-    String::from_utf8_lossy(&text).into_owned()
-}

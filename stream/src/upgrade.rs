@@ -162,13 +162,9 @@ impl Upgrade {
 
     /// The `101 Switching Protocols` answer.
     pub fn response<B: Default>(&self) -> Response<B> {
-        let mut resp = Response::new(B::default());
-        *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-        let h = resp.headers_mut();
-        h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
-        h.insert(header::UPGRADE, HeaderValue::from_static(spdy::UPGRADE));
+        let mut resp = switching_protocols(spdy::UPGRADE);
         if let Ok(v) = HeaderValue::from_str(&self.protocol) {
-            h.insert(PROTOCOL_HEADER, v);
+            resp.headers_mut().insert(PROTOCOL_HEADER, v);
         }
         resp
     }
@@ -178,4 +174,15 @@ impl Upgrade {
         let upgraded = self.on.await?;
         Ok(Session::server(TokioIo::new(upgraded)))
     }
+}
+
+/// A `101 Switching Protocols` answer upgrading to `protocol` (the
+/// `Upgrade` token), before the protocol's own headers.
+pub(crate) fn switching_protocols<B: Default>(protocol: &'static str) -> Response<B> {
+    let mut resp = Response::new(B::default());
+    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = resp.headers_mut();
+    h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    h.insert(header::UPGRADE, HeaderValue::from_static(protocol));
+    resp
 }

@@ -22,7 +22,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tracing::Instrument;
 
 use crate::Closed;
-use crate::upgrade::Refusal;
+use crate::upgrade::{Refusal, switching_protocols};
 
 /// The protocols of a byte stream sent as messages (`NewDefaultReaderProtocols`).
 pub const READER_PROTOCOLS: [&str; 3] = ["", "binary.k8s.io", "base64.binary.k8s.io"];
@@ -106,11 +106,8 @@ impl Upgrade {
 
     /// The `101 Switching Protocols` answer.
     pub fn response<B: Default>(&self) -> Response<B> {
-        let mut resp = Response::new(B::default());
-        *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+        let mut resp = switching_protocols("websocket");
         let h = resp.headers_mut();
-        h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
-        h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
         if let Ok(v) = HeaderValue::from_str(&self.accept) {
             h.insert(header::SEC_WEBSOCKET_ACCEPT, v);
         }
@@ -194,7 +191,7 @@ impl Connection {
                     tokio::select! {
                         message = source.next() => match message {
                             Some(Ok(message)) => {
-                                let Some((channel, data)) = decode(message, base64) else { continue };
+                                let Ok(Some((channel, data))) = decode(&message, base64) else { continue };
                                 if close_signal && channel == CLOSE_SIGNAL {
                                     if let Some(sender) = data.first().and_then(|c| senders.get_mut(usize::from(*c))) {
                                         sender.take();
@@ -268,13 +265,7 @@ where
     };
     let socket = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
     let (mut sink, mut source) = socket.split();
-    let message = |data: &[u8]| {
-        if base64 {
-            Message::text(STANDARD.encode(data))
-        } else {
-            Message::binary(data.to_vec())
-        }
-    };
+    let message = |data: &[u8]| stream_message(data, base64);
     let send = async {
         sink.send(message(&[])).await?;
         while let Some(chunk) = chunks.next().await {
@@ -292,23 +283,28 @@ where
     }
 }
 
-fn decode(message: Message, base64: bool) -> Option<(u8, Bytes)> {
+/// A channel message's channel and bytes (`None`: not a channel message of
+/// this protocol — a control frame, an empty message, the other encoding).
+pub fn decode(message: &Message, base64: bool) -> Result<Option<(u8, Bytes)>, base64::DecodeError> {
     match message {
-        Message::Binary(data) if !base64 => {
-            let (&channel, rest) = data.split_first()?;
-            Some((channel, Bytes::copy_from_slice(rest)))
-        }
+        Message::Binary(data) if !base64 => Ok(data
+            .split_first()
+            .map(|(&channel, rest)| (channel, Bytes::copy_from_slice(rest)))),
         Message::Text(text) if base64 => {
-            let bytes = text.as_bytes();
-            let (&digit, rest) = bytes.split_first()?;
-            let data = STANDARD.decode(rest).ok()?;
-            Some((digit.wrapping_sub(b'0'), Bytes::from(data)))
+            let Some((&digit, rest)) = text.as_bytes().split_first() else {
+                return Ok(None);
+            };
+            Ok(Some((
+                digit.wrapping_sub(b'0'),
+                Bytes::from(STANDARD.decode(rest)?),
+            )))
         }
-        _ => None,
+        _ => Ok(None),
     }
 }
 
-fn encode(channel: u8, data: &[u8], base64: bool) -> Message {
+/// `data` as a message on `channel`.
+pub fn encode(channel: u8, data: &[u8], base64: bool) -> Message {
     if base64 {
         let mut text = String::with_capacity(1 + data.len() * 4 / 3 + 4);
         text.push(char::from(b'0' + channel));
@@ -319,6 +315,25 @@ fn encode(channel: u8, data: &[u8], base64: bool) -> Message {
         frame.push(channel);
         frame.extend_from_slice(data);
         Message::binary(frame)
+    }
+}
+
+/// The bytes of a byte-stream message (`binary.k8s.io`: binary messages;
+/// `base64.binary.k8s.io`: base64 text); `None` for any other message.
+pub fn payload(message: &Message, base64: bool) -> Result<Option<Bytes>, base64::DecodeError> {
+    match message {
+        Message::Binary(data) => Ok(Some(data.clone())),
+        Message::Text(text) if base64 => Ok(Some(Bytes::from(STANDARD.decode(text.as_bytes())?))),
+        _ => Ok(None),
+    }
+}
+
+/// `data` as a byte-stream message.
+fn stream_message(data: &[u8], base64: bool) -> Message {
+    if base64 {
+        Message::text(STANDARD.encode(data))
+    } else {
+        Message::binary(data.to_vec())
     }
 }
 

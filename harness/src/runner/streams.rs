@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http::{Request, StatusCode, header};
 use hyper_util::rt::TokioIo;
 use nodeconform_stream::spdy::{self, Session};
-use nodeconform_stream::{client, portforward, remotecommand, upgrade};
+use nodeconform_stream::{client, portforward, remotecommand, upgrade, websocket};
 use tokio::time::Instant;
 
 use super::observe::{DEFAULT_WITHIN, retry};
@@ -193,19 +193,15 @@ pub async fn websocket_log(
     use futures::StreamExt;
     use tokio_tungstenite::tungstenite::Message;
     let (mut socket, negotiated) = websocket(client, path, protocol).await?;
+    let base64 = negotiated.starts_with("base64.");
     let mut log = Vec::new();
     while let Some(message) = socket.next().await {
-        match message.map_err(|e| e.to_string())? {
-            Message::Binary(data) => log.extend_from_slice(&data),
-            Message::Text(text) if negotiated.starts_with("base64.") => {
-                use base64::Engine;
-                let data = base64::engine::general_purpose::STANDARD
-                    .decode(text.as_bytes())
-                    .map_err(|e| e.to_string())?;
-                log.extend_from_slice(&data);
-            }
-            Message::Close(_) => break,
-            _ => {}
+        let message = message.map_err(|e| e.to_string())?;
+        if let Message::Close(_) = message {
+            break;
+        }
+        if let Some(data) = websocket::payload(&message, base64).map_err(|e| e.to_string())? {
+            log.extend_from_slice(&data);
         }
     }
     Ok(String::from_utf8_lossy(&log).into_owned())
@@ -225,15 +221,7 @@ async fn websocket_exec(
     let (mut socket, negotiated) = websocket(client, path, protocol).await?;
     let base64 = negotiated.contains("base64");
     if let Some(data) = stdin {
-        let message = if base64 {
-            use base64::Engine;
-            Message::text(format!(
-                "0{}",
-                base64::engine::general_purpose::STANDARD.encode(&data)
-            ))
-        } else {
-            Message::binary([&[0u8][..], &data].concat())
-        };
+        let message = websocket::encode(0, &data, base64);
         socket.send(message).await.map_err(|e| e.to_string())?;
         if negotiated == "v5.channel.k8s.io" {
             socket
@@ -244,23 +232,14 @@ async fn websocket_exec(
     }
     let mut channels = vec![Vec::new(); 5];
     while let Some(message) = socket.next().await {
-        let (channel, data) = match message.map_err(|e| e.to_string())? {
-            Message::Binary(data) if !base64 => match data.split_first() {
-                Some((c, rest)) => (*c, rest.to_vec()),
-                None => continue,
-            },
-            Message::Text(text) if base64 => {
-                use base64::Engine;
-                let Some((c, rest)) = text.as_bytes().split_first() else {
-                    continue;
-                };
-                let data = base64::engine::general_purpose::STANDARD
-                    .decode(rest)
-                    .map_err(|e| e.to_string())?;
-                (c.wrapping_sub(b'0'), data)
-            }
-            Message::Close(_) => break,
-            _ => continue,
+        let message = message.map_err(|e| e.to_string())?;
+        if let Message::Close(_) = message {
+            break;
+        }
+        let Some((channel, data)) =
+            websocket::decode(&message, base64).map_err(|e| e.to_string())?
+        else {
+            continue;
         };
         if let Some(buffer) = channels.get_mut(usize::from(channel)) {
             buffer.extend_from_slice(&data);
