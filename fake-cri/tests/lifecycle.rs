@@ -481,10 +481,7 @@ async fn host_ports_relay_to_the_pod_on_loopback_while_it_is_ready() {
         ..Default::default()
     });
     let sandbox = env.run_sandbox(config).await.unwrap();
-    env.pull("nginx").await.unwrap();
-    let mut web = common::container_config("web", &[]);
-    web.image = Some(common::image_spec("nginx"));
-    let id = env.run_with(&sandbox, web).await;
+    let id = env.run_nginx(&sandbox).await;
     // The sandbox's sysctls are in the container's /proc/sys.
     let sysctl = env
         .exec(&id, &["cat", "/proc/sys/kernel/shm_rmid_forced"], 5)

@@ -6,7 +6,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{Env, LIMIT, container_config, expect_code};
+use common::{Env, LIMIT, expect_code};
 use nodeconform_cri::v1;
 use nodeconform_stream::client;
 use tokio::net::TcpStream;
@@ -168,19 +168,8 @@ async fn attach_streams_what_the_container_writes() {
 async fn port_forward_reaches_the_pods_simulated_server() {
     let mut env = Env::start().await;
     let sandbox = env.sandbox("pod").await;
-    env.pull("nginx").await.unwrap();
-    let mut web = container_config("web", &[]);
-    web.image = Some(common::image_spec("nginx"));
-    env.run_with(&sandbox, web).await;
-    // The server listens once the container's process runs.
-    let ip = env.pod_ip(&sandbox).await;
-    tokio::time::timeout(LIMIT, async {
-        while TcpStream::connect((ip.as_str(), 80)).await.is_err() {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("nginx listens on the pod IP");
+    env.run_nginx(&sandbox).await;
+    common::until_listening(&env.pod_ip(&sandbox).await, 80).await;
     let forward = |port: u16| v1::PortForwardRequest {
         pod_sandbox_id: sandbox.clone(),
         port: vec![i32::from(port)],
@@ -298,18 +287,8 @@ async fn exec_and_port_forward_over_websocket() {
     }
 
     // Port forwarding: channel 0 carries the data, 1 the errors, each opened by the port.
-    env.pull("nginx").await.unwrap();
-    let mut web = container_config("web", &[]);
-    web.image = Some(common::image_spec("nginx"));
-    env.run_with(&sandbox, web).await;
-    let ip = env.pod_ip(&sandbox).await;
-    tokio::time::timeout(LIMIT, async {
-        while TcpStream::connect((ip.as_str(), 80)).await.is_err() {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap();
+    env.run_nginx(&sandbox).await;
+    common::until_listening(&env.pod_ip(&sandbox).await, 80).await;
     let forward = v1::PortForwardRequest {
         pod_sandbox_id: sandbox.clone(),
         port: vec![80],

@@ -94,6 +94,15 @@ impl Env {
             .map(tonic::Response::into_inner)
     }
 
+    /// Pulls nginx and runs a container of it in `sandbox` (fake-cri simulates
+    /// its server on port 80); the container's id.
+    pub async fn run_nginx(&mut self, sandbox: &str) -> String {
+        self.pull("nginx").await.expect("pull nginx");
+        let mut web = container_config("web", &[]);
+        web.image = Some(image_spec("nginx"));
+        self.run_with(sandbox, web).await
+    }
+
     /// The pod IP `PodSandboxStatus` reports.
     pub async fn pod_ip(&mut self, id: &str) -> String {
         let status = self.sandbox_status(id).await.unwrap().status.unwrap();
@@ -425,6 +434,18 @@ pub fn container_config(name: &str, argv: &[&str]) -> v1::ContainerConfig {
 /// `sh -c SCRIPT` with the kubelet's defaults.
 pub fn script_config(name: &str, script: &str) -> v1::ContainerConfig {
     container_config(name, &["sh", "-c", script])
+}
+
+/// Waits until something accepts connections on `ip:port` (a simulated
+/// server listens once its container's process runs).
+pub async fn until_listening(ip: &str, port: u16) {
+    tokio::time::timeout(LIMIT, async {
+        while tokio::net::TcpStream::connect((ip, port)).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("nothing listens on {ip}:{port}"));
 }
 
 /// One entry of a CRI log file.
