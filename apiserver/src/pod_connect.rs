@@ -22,11 +22,6 @@ use crate::request::Target;
 use crate::resources;
 use crate::status::{Error, Result};
 
-/// Go's `strconv.ParseBool` true values, as query booleans decode.
-fn truthy(v: &str) -> bool {
-    matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True")
-}
-
 /// `pods/{name}/exec|attach|portforward`, GET or POST.
 pub async fn serve<B>(ctx: &Context, target: &Target, req: Request<B>) -> Result<Response<Body>> {
     require_namespace(target)?;
@@ -81,7 +76,7 @@ pub async fn serve<B>(ctx: &Context, target: &Target, req: Request<B>) -> Result
                 ("output", "stdout"),
                 ("tty", "tty"),
             ] {
-                if first(option).is_some_and(truthy) {
+                if first(option).is_some_and(pod_log::query_bool) {
                     q.append_pair(kubelet, "1");
                 }
             }
@@ -114,10 +109,10 @@ pub async fn serve<B>(ctx: &Context, target: &Target, req: Request<B>) -> Result
     let (tls, host) = ctx.kubelet.connect(&at, method, &path).await?;
     if translated {
         let options = Options {
-            stdin: first("stdin").is_some_and(truthy),
-            stdout: first("stdout").is_some_and(truthy),
-            stderr: first("stderr").is_some_and(truthy),
-            tty: first("tty").is_some_and(truthy),
+            stdin: first("stdin").is_some_and(pod_log::query_bool),
+            stdout: first("stdout").is_some_and(pod_log::query_bool),
+            stderr: first("stderr").is_some_and(pod_log::query_bool),
+            tty: first("tty").is_some_and(pod_log::query_bool),
         };
         return translate_to_spdy(req, kind == "portforward", tls, host, path, options);
     }

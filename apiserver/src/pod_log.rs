@@ -43,10 +43,14 @@ pub struct Options {
     pub limit_bytes: Option<i64>,
 }
 
-/// Go's query booleans: present and not `0`/`false` is true.
+/// Go's query booleans (`Convert_Slice_string_To_bool`, for the options of
+/// every connect and log request): anything but `0` and `false` is true.
+pub(crate) fn query_bool(v: &str) -> bool {
+    !(v == "0" || v.eq_ignore_ascii_case("false"))
+}
+
 fn flag(raw: &Query, key: &str) -> bool {
-    raw.get(key)
-        .is_some_and(|v| !(v == "0" || v.eq_ignore_ascii_case("false")))
+    raw.get(key).is_some_and(query_bool)
 }
 
 impl Options {
