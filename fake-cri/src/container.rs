@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use nodeconform_cri::v1;
 use tokio::sync::{broadcast, mpsc, watch};
 
@@ -78,7 +79,7 @@ pub(crate) struct Container {
     /// `Attach` clients; dropped to end it.
     pub stdin: Option<mpsc::UnboundedSender<bytes::Bytes>>,
     /// The running process's output, to `Attach` clients as it is written.
-    pub attached: broadcast::Sender<(Stream, String)>,
+    pub attached: broadcast::Sender<(Stream, Bytes)>,
     pub task: Option<tokio::task::AbortHandle>,
 }
 

@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use bytes::Bytes;
 use chrono::{SecondsFormat, Utc};
 use tokio::sync::broadcast;
 
@@ -15,7 +16,7 @@ use crate::script::{Output, Stream};
 #[derive(Debug)]
 pub(crate) struct LogFile {
     path: Option<PathBuf>,
-    attached: Option<broadcast::Sender<(Stream, String)>>,
+    attached: Option<broadcast::Sender<(Stream, Bytes)>>,
 }
 
 impl LogFile {
@@ -28,7 +29,7 @@ impl LogFile {
     }
 
     /// Also hands every write to the clients attached through `attached`.
-    pub(crate) fn attached(mut self, attached: broadcast::Sender<(Stream, String)>) -> Self {
+    pub(crate) fn attached(mut self, attached: broadcast::Sender<(Stream, Bytes)>) -> Self {
         self.attached = Some(attached);
         self
     }
@@ -51,39 +52,41 @@ impl LogFile {
     }
 }
 
-/// Formats text as CRI log entries.
-pub(crate) fn format_entries(stream: Stream, text: &str) -> String {
+/// Formats output as CRI log entries: one per line, the bytes as written.
+pub(crate) fn format_entries(stream: Stream, data: &[u8]) -> Vec<u8> {
     let stream = match stream {
         Stream::Stdout => "stdout",
         Stream::Stderr => "stderr",
     };
     let time = Utc::now().to_rfc3339_opts(SecondsFormat::Nanos, true);
-    let mut out = String::new();
-    let mut rest = text;
+    let mut out = Vec::new();
+    let mut rest = data;
     while !rest.is_empty() {
-        let (line, tag, next) = match rest.find('\n') {
+        let (line, tag, next) = match rest.iter().position(|b| *b == b'\n') {
             Some(end) => (&rest[..end], 'F', &rest[end + 1..]),
-            None => (rest, 'P', ""),
+            None => (rest, 'P', &[][..]),
         };
-        out.push_str(&format!("{time} {stream} {tag} {line}\n"));
+        out.extend_from_slice(format!("{time} {stream} {tag} ").as_bytes());
+        out.extend_from_slice(line);
+        out.push(b'\n');
         rest = next;
     }
     out
 }
 
 impl Output for LogFile {
-    fn write(&mut self, stream: Stream, text: &str) {
+    fn write(&mut self, stream: Stream, data: &[u8]) {
         if let Some(attached) = &self.attached {
             // No receivers is no one attached.
-            let _ = attached.send((stream, text.to_owned()));
+            let _ = attached.send((stream, Bytes::copy_from_slice(data)));
         }
         let Some(path) = &self.path else { return };
-        let entries = format_entries(stream, text);
+        let entries = format_entries(stream, data);
         let result = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
-            .and_then(|mut file| file.write_all(entries.as_bytes()));
+            .and_then(|mut file| file.write_all(&entries));
         if let Err(error) = result {
             tracing::warn!(path = %path.display(), %error, "cannot write container log");
         }
@@ -98,10 +101,10 @@ pub(crate) struct Captured {
 }
 
 impl Output for Captured {
-    fn write(&mut self, stream: Stream, text: &str) {
+    fn write(&mut self, stream: Stream, data: &[u8]) {
         match stream {
-            Stream::Stdout => self.stdout.extend_from_slice(text.as_bytes()),
-            Stream::Stderr => self.stderr.extend_from_slice(text.as_bytes()),
+            Stream::Stdout => self.stdout.extend_from_slice(data),
+            Stream::Stderr => self.stderr.extend_from_slice(data),
         }
     }
 }
@@ -112,7 +115,7 @@ mod tests {
 
     #[test]
     fn cri_format() {
-        let out = format_entries(Stream::Stdout, "a\nb\npartial");
+        let out = String::from_utf8(format_entries(Stream::Stdout, b"a\nb\npartial")).unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].ends_with(" stdout F a"), "{}", lines[0]);
@@ -121,9 +124,12 @@ mod tests {
         let time = lines[0].split(' ').next().unwrap();
         assert!(chrono::DateTime::parse_from_rfc3339(time).is_ok());
         assert_eq!(
-            format_entries(Stream::Stderr, "x\n").split(' ').nth(1),
+            String::from_utf8(format_entries(Stream::Stderr, b"x\n"))
+                .unwrap()
+                .split(' ')
+                .nth(1),
             Some("stderr")
         );
-        assert!(format_entries(Stream::Stdout, "").is_empty());
+        assert!(format_entries(Stream::Stdout, b"").is_empty());
     }
 }

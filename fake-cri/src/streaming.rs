@@ -338,16 +338,16 @@ async fn run_exec(
     channels: &mut remotecommand::Channels,
 ) -> Outcome {
     let mut stdin = channels.stdin.take().map(Input::new);
-    let (tx, mut rx) = mpsc::unbounded_channel::<(Stream, String)>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<(Stream, Vec<u8>)>();
     let (stdout, stderr) = (channels.output(false), channels.output(true));
     let pump = tokio::spawn(async move {
-        while let Some((stream, text)) = rx.recv().await {
+        while let Some((stream, data)) = rx.recv().await {
             let writer = match stream {
                 Stream::Stdout => stdout.as_ref(),
                 Stream::Stderr => stderr.as_ref(),
             };
             if let Some(writer) = writer {
-                let _ = writer.write(text.into_bytes()).await;
+                let _ = writer.write(data).await;
             }
         }
     });
@@ -372,12 +372,12 @@ async fn run_exec(
     }
 }
 
-/// An [`Output`] that hands text to the pump.
-struct Sender(mpsc::UnboundedSender<(Stream, String)>);
+/// An [`Output`] that hands what is written to the pump.
+struct Sender(mpsc::UnboundedSender<(Stream, Vec<u8>)>);
 
 impl Output for Sender {
-    fn write(&mut self, stream: Stream, text: &str) {
-        let _ = self.0.send((stream, text.to_owned()));
+    fn write(&mut self, stream: Stream, data: &[u8]) {
+        let _ = self.0.send((stream, data.to_vec()));
     }
 }
 

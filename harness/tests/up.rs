@@ -483,6 +483,20 @@ async fn exec_attach_port_forward_and_logs_reach_pods_through_the_api_server() {
                     .unwrap();
                 assert_eq!(line.as_deref(), Some("tick"));
             }
+            // `cp` in and back out: a directory with a binary file, through
+            // the container's `tar`.
+            let local = tempfile::tempdir().unwrap();
+            let source = local.path().join("data");
+            std::fs::create_dir_all(source.join("sub")).unwrap();
+            let binary = [0_u8, 159, 146, 150, 255, b'\n', 0];
+            std::fs::write(source.join("sub/b.bin"), binary).unwrap();
+            std::fs::write(source.join("a.txt"), "alpha\n").unwrap();
+            k(&["cp", source.to_str().unwrap(), "s:/tmp/data"]);
+            assert_eq!(k(&["exec", "s", "--", "cat", "/tmp/data/a.txt"]), "alpha\n");
+            let back = local.path().join("back");
+            k(&["cp", "s:/tmp/data", back.to_str().unwrap()]);
+            assert_eq!(std::fs::read(back.join("sub/b.bin")).unwrap(), binary);
+            assert_eq!(std::fs::read(back.join("a.txt")).unwrap(), b"alpha\n");
         }
         None => eprintln!("skipping the kubectl part: kubectl is not on PATH"),
     }

@@ -241,7 +241,7 @@ impl Runtime {
             let listening = match crate::servers::start(&servers, ip, &context.hostname).await {
                 Ok(listening) => listening,
                 Err(line) => {
-                    log.write(Stream::Stderr, &line);
+                    log.write(Stream::Stderr, line.as_bytes());
                     runtime.container_exited(&container_id, Outcome::exited(1));
                     return;
                 }

@@ -37,7 +37,10 @@ impl Runtime {
             Ok(program) => program,
             // As `sh -c` would: a syntax error exits 2.
             Err(error) => {
-                output.write(Stream::Stderr, &format!("sh: syntax error: {error}\n"));
+                output.write(
+                    Stream::Stderr,
+                    format!("sh: syntax error: {error}\n").as_bytes(),
+                );
                 return Ok(2);
             }
         };
@@ -130,7 +133,7 @@ impl Runtime {
             });
         }
         loop {
-            let (stream, text) = tokio::select! {
+            let (stream, data) = tokio::select! {
                 biased;
                 written = output.recv() => match written {
                     Ok(written) => written,
@@ -139,13 +142,13 @@ impl Runtime {
                 },
                 () = async { let _ = exited.wait_for(|exited| *exited).await; } => {
                     // What it wrote last is queued already.
-                    while let Ok((stream, text)) = output.try_recv() {
-                        forward(&stdout, &stderr, stream, text).await;
+                    while let Ok((stream, data)) = output.try_recv() {
+                        forward(&stdout, &stderr, stream, data).await;
                     }
                     break;
                 }
             };
-            if !forward(&stdout, &stderr, stream, text).await {
+            if !forward(&stdout, &stderr, stream, data).await {
                 break;
             }
         }
@@ -162,14 +165,14 @@ async fn forward(
     stdout: &Option<Writer>,
     stderr: &Option<Writer>,
     stream: Stream,
-    text: String,
+    data: Bytes,
 ) -> bool {
     let writer = match stream {
         Stream::Stdout => stdout.as_ref(),
         Stream::Stderr => stderr.as_ref(),
     };
     match writer {
-        Some(writer) => writer.write(text.into_bytes()).await.is_ok(),
+        Some(writer) => writer.write(data.to_vec()).await.is_ok(),
         None => true,
     }
 }

@@ -10,7 +10,7 @@ use super::{basename, parse};
 const BUILTINS: &[&str] = &[
     "sleep", "exit", "true", "false", ":", "echo", "touch", "rm", "cat", "test", "[", "trap",
     "mkdir", "hostname", "wait", "sh", "bash", "ash", "dash", "env", "printenv", "ls", "stat",
-    "id", "export", "unset", "hexdump",
+    "id", "export", "unset", "hexdump", "tar",
 ];
 
 pub(crate) fn is_builtin(name: &str) -> bool {
@@ -63,6 +63,7 @@ impl Shell<'_> {
             "cat" if args.is_empty() || args == ["-"] => self.cat_stdin().await,
             "cat" => Ok(self.cat(args)),
             "hexdump" => Ok(self.hexdump(args)),
+            "tar" => Ok(self.tar(args).await),
             "ls" => Ok(self.ls(args)),
             "stat" => Ok(self.stat(args)),
             "test" => Ok(self.test(args, false)),
@@ -126,7 +127,7 @@ impl Shell<'_> {
             Some(stdin) => stdin.chunk().await,
             None => None,
         } {
-            self.emit(Stream::Stdout, &String::from_utf8_lossy(&chunk));
+            self.emit_bytes(Stream::Stdout, &chunk);
         }
         Ok(0)
     }

@@ -13,7 +13,8 @@ impl Shell<'_> {
         2
     }
 
-    fn fail(&mut self, message: String) -> i32 {
+    /// Reports a failed operation (exit 1).
+    pub(super) fn fail(&mut self, message: String) -> i32 {
         self.emit(Stream::Stderr, &format!("{message}\n"));
         1
     }
@@ -26,7 +27,7 @@ impl Shell<'_> {
         let mut status = 0;
         for path in paths {
             match self.context.files.read(path) {
-                Ok(content) => self.emit(Stream::Stdout, &String::from_utf8_lossy(&content)),
+                Ok(content) => self.emit_bytes(Stream::Stdout, &content),
                 Err(error) => status = self.fail(format!("cat: can't open '{path}': {error}")),
             }
         }

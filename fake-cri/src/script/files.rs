@@ -251,6 +251,22 @@ impl FileSystem {
         }
     }
 
+    /// The target of a symbolic link, as written in it (only mounts hold
+    /// links; an in-memory path is never one).
+    pub fn read_link(&self, path: &str) -> Result<String, FsError> {
+        match self.mounts.locate(path, false)? {
+            Location::Memory(path) => Err(match self.metadata(&path, false) {
+                Ok(_) => FsError::Io(std::io::Error::from(std::io::ErrorKind::InvalidInput)),
+                Err(error) => error,
+            }),
+            Location::Host { mount, path } => {
+                let parent = path.parent().unwrap_or(&path);
+                self.mounts.confine(mount, &real_path(parent)?)?;
+                Ok(std::fs::read_link(&path)?.to_string_lossy().into_owned())
+            }
+        }
+    }
+
     /// Creates a directory (with its parents when `parents`); in memory,
     /// directories exist implicitly.
     pub fn mkdir(&self, path: &str, parents: bool) -> Result<(), FsError> {

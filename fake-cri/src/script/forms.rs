@@ -435,6 +435,7 @@ pub(super) fn check(argv: &[String]) -> Result<(), String> {
         "hostname" => Hostname::parse(args).map(drop),
         "cat" => cat(args).map(drop),
         "hexdump" => hexdump(args).map(drop),
+        "tar" => super::archive::Tar::parse(args).map(drop),
         "mkdir" => mkdir(args).map(drop),
         "test" => Test::parse(args).map(drop),
         "[" => Test::parse_bracket(args).map(drop),

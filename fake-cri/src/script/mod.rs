@@ -5,6 +5,7 @@
 //! syntax is a `CreateContainer` error) and interpreted by a [`Shell`] when it
 //! starts. The grammar and its limits are specified in `fake-cri/README.md`.
 
+mod archive;
 mod ast;
 mod builtins;
 mod env;

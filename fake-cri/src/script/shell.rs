@@ -45,9 +45,12 @@ pub enum Stream {
 }
 
 /// Where a process's output goes: the container log or an exec's buffers.
+///
+/// Output is bytes: most commands write text, but `cat` of a binary file and
+/// `tar cf -` (what `kubectl cp` runs) write whatever the files hold.
 pub trait Output: Send {
-    /// Writes text to a stream.
-    fn write(&mut self, stream: Stream, text: &str);
+    /// Writes bytes to a stream.
+    fn write(&mut self, stream: Stream, data: &[u8]);
 }
 
 pub(super) type Step<'a> = Pin<Box<dyn Future<Output = Result<i32, Stop>> + Send + 'a>>;
@@ -306,18 +309,23 @@ impl<'a> Shell<'a> {
     }
 
     pub(super) fn emit(&mut self, stream: Stream, text: &str) {
+        self.emit_bytes(stream, text.as_bytes());
+    }
+
+    /// Writes bytes where `stream` points during this command.
+    pub(super) fn emit_bytes(&mut self, stream: Stream, data: &[u8]) {
         let route = match stream {
             Stream::Stdout => &self.routes[0],
             Stream::Stderr => &self.routes[1],
         };
         match route {
-            Route::Stream(target) => self.output.write(*target, text),
+            Route::Stream(target) => self.output.write(*target, data),
             Route::Null => {}
             Route::File(path) => {
                 // The file was opened (and checked) by the redirection; a
                 // volume removed since then loses the output, as a closed
                 // descriptor would.
-                let _ = self.context.files.write(path, text.as_bytes(), true);
+                let _ = self.context.files.write(path, data, true);
             }
         }
     }

@@ -9,22 +9,22 @@ use super::signals::{Effect, Stop, effect};
 /// A subshell's output: stdout is kept for the substitution, stderr goes
 /// where the parent's stderr goes.
 struct Capture<'p> {
-    stdout: String,
+    stdout: Vec<u8>,
     stderr: Route,
     parent: &'p mut dyn Output,
     files: FileSystem,
 }
 
 impl Output for Capture<'_> {
-    fn write(&mut self, stream: Stream, text: &str) {
+    fn write(&mut self, stream: Stream, data: &[u8]) {
         match (stream, &self.stderr) {
-            (Stream::Stdout, _) => self.stdout.push_str(text),
-            (Stream::Stderr, Route::Stream(target)) => self.parent.write(*target, text),
+            (Stream::Stdout, _) => self.stdout.extend_from_slice(data),
+            (Stream::Stderr, Route::Stream(target)) => self.parent.write(*target, data),
             (Stream::Stderr, Route::Null) => {}
             (Stream::Stderr, Route::File(path)) => {
                 // As `Shell::emit`: a volume removed since the redirection
                 // loses the output.
-                let _ = self.files.write(path, text.as_bytes(), true);
+                let _ = self.files.write(path, data, true);
             }
         }
     }
@@ -43,7 +43,7 @@ impl Shell<'_> {
     /// SIGTERM runs its handler once the command in progress finishes.
     pub(super) async fn substitute(&mut self, list: &List) -> Result<String, Stop> {
         let mut capture = Capture {
-            stdout: String::new(),
+            stdout: Vec::new(),
             stderr: self.routes[1].clone(),
             parent: &mut *self.output,
             files: self.context.files.clone(),
@@ -82,7 +82,7 @@ impl Shell<'_> {
             Err(Stop::Signal(outcome)) => outcome.exit_code,
         };
         self.substitution_status = Some(status);
-        let mut text = capture.stdout;
+        let mut text = String::from_utf8_lossy(&capture.stdout).into_owned();
         text.truncate(text.trim_end_matches('\n').len());
         Ok(text)
     }

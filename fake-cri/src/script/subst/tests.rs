@@ -26,10 +26,11 @@ struct Buffers {
 }
 
 impl Output for Buffers {
-    fn write(&mut self, stream: Stream, text: &str) {
+    fn write(&mut self, stream: Stream, data: &[u8]) {
+        let text = String::from_utf8_lossy(data);
         match stream {
-            Stream::Stdout => self.stdout.push_str(text),
-            Stream::Stderr => self.stderr.push_str(text),
+            Stream::Stdout => self.stdout.push_str(&text),
+            Stream::Stderr => self.stderr.push_str(&text),
         }
     }
 }
