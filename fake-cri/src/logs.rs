@@ -13,7 +13,7 @@ use crate::script::{Output, Stream};
 
 /// Appends a container's output to its log file. The file is opened per
 /// write, so a log rotated by the kubelet (`ReopenContainerLog`) is followed.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct LogFile {
     path: Option<PathBuf>,
     attached: Option<broadcast::Sender<(Stream, Bytes)>>,
@@ -76,6 +76,14 @@ pub(crate) fn format_entries(stream: Stream, data: &[u8]) -> Vec<u8> {
 
 impl Output for LogFile {
     fn write(&mut self, stream: Stream, data: &[u8]) {
+        self.append(stream, data);
+    }
+}
+
+impl LogFile {
+    /// Appends output to the log (and hands it to attached clients): the
+    /// main process's and its servers' writes go through here.
+    pub(crate) fn append(&self, stream: Stream, data: &[u8]) {
         if let Some(attached) = &self.attached {
             // No receivers is no one attached.
             let _ = attached.send((stream, Bytes::copy_from_slice(data)));

@@ -41,6 +41,15 @@ impl Sandbox {
         self.config.metadata.clone().unwrap_or_default()
     }
 
+    /// Where its containers' servers listen and what `localhost` reaches in
+    /// them: the pod IP, or the node's loopback address for a host-network pod.
+    pub(crate) fn address(&self) -> std::net::IpAddr {
+        self.ip
+            .as_deref()
+            .and_then(|ip| ip.parse().ok())
+            .unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]))
+    }
+
     pub(crate) fn labels(&self) -> &HashMap<String, String> {
         &self.config.labels
     }

@@ -196,11 +196,7 @@ impl Runtime {
                 });
             }
             let sandbox = state.sandboxes.get(&container.sandbox_id);
-            // A sandbox on the host's network has the node's loopback address.
-            let ip = sandbox
-                .and_then(|s| s.ip.as_deref())
-                .and_then(|ip| ip.parse().ok())
-                .unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
+            let ip = sandbox.map_or(std::net::IpAddr::from([127, 0, 0, 1]), |s| s.address());
             (sandbox.map(|s| s.state == SandboxState::Ready), ip)
         };
         let Some(true) = sandbox_ready else {
@@ -238,7 +234,8 @@ impl Runtime {
             let mut log = log;
             // The servers live exactly as long as the process: dropped when it ends or the
             // task is aborted.
-            let listening = match crate::servers::start(&servers, ip, &context.hostname).await {
+            let started = crate::servers::start(&servers, ip, &context.hostname, &log).await;
+            let listening = match started {
                 Ok(listening) => listening,
                 Err(line) => {
                     log.write(Stream::Stderr, line.as_bytes());

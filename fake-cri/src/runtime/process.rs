@@ -64,6 +64,7 @@ pub(super) fn context(
         hostname,
         uid,
         gid,
+        address: Some(sandbox.address()),
     }
 }
 

@@ -10,7 +10,7 @@ use super::{basename, parse};
 const BUILTINS: &[&str] = &[
     "sleep", "exit", "true", "false", ":", "echo", "touch", "rm", "cat", "test", "[", "trap",
     "mkdir", "hostname", "wait", "sh", "bash", "ash", "dash", "env", "printenv", "ls", "stat",
-    "id", "export", "unset", "hexdump", "tar",
+    "id", "export", "unset", "hexdump", "tar", "curl",
 ];
 
 pub(crate) fn is_builtin(name: &str) -> bool {
@@ -64,6 +64,7 @@ impl Shell<'_> {
             "cat" => Ok(self.cat(args)),
             "hexdump" => Ok(self.hexdump(args)),
             "tar" => Ok(self.tar(args).await),
+            "curl" => Ok(self.curl(args).await),
             "ls" => Ok(self.ls(args)),
             "stat" => Ok(self.stat(args)),
             "test" => Ok(self.test(args, false)),

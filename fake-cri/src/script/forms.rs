@@ -436,6 +436,7 @@ pub(super) fn check(argv: &[String]) -> Result<(), String> {
         "cat" => cat(args).map(drop),
         "hexdump" => hexdump(args).map(drop),
         "tar" => super::archive::Tar::parse(args).map(drop),
+        "curl" => super::curl::Curl::parse(args).map(drop),
         "mkdir" => mkdir(args).map(drop),
         "test" => Test::parse(args).map(drop),
         "[" => Test::parse_bracket(args).map(drop),

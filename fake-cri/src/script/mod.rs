@@ -8,6 +8,7 @@
 mod archive;
 mod ast;
 mod builtins;
+mod curl;
 mod env;
 mod file_commands;
 mod files;

@@ -33,6 +33,9 @@ pub struct Context {
     pub uid: i64,
     /// The group id (`id -g`).
     pub gid: i64,
+    /// The pod's address: what `localhost` reaches (the servers of the pod's
+    /// containers listen there). `None` outside a sandbox (tests).
+    pub address: Option<std::net::IpAddr>,
 }
 
 /// An output stream of a process.

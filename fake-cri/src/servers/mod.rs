@@ -20,6 +20,11 @@ use axum::routing::get;
 use tokio::net::TcpListener;
 use tokio::task::AbortHandle;
 
+use crate::logs::LogFile;
+
+pub(crate) mod client;
+mod netexec;
+
 /// A server a container's program is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Server {
@@ -28,7 +33,8 @@ pub(crate) enum Server {
     Liveness,
     /// agnhost `test-webserver`, nginx, httpd: 200 for any path.
     Web { port: u16 },
-    /// agnhost `netexec`: `/echo?msg=`, `/hostname`, `/healthz` and `/` (HTTP port).
+    /// agnhost `netexec`: `/echo`, `/dial`, `/clientip`, `/hostname`, `/serverport`,
+    /// `/healthz` and `/` (HTTP port), each request logged.
     Netexec { port: u16 },
     /// agnhost `serve-hostname`: the pod's host name on any path.
     ServeHostname { port: u16 },
@@ -121,12 +127,14 @@ impl Drop for Running {
     }
 }
 
-/// Starts `servers` on `ip` for a container of a pod named `hostname`; `Err` is the line
-/// the server would log before exiting (the port is taken).
+/// Starts `servers` on `ip` for a container of a pod named `hostname`, logging to `log`
+/// what the server logs; `Err` is the line the server would log before exiting (the
+/// port is taken).
 pub(crate) async fn start(
     servers: &[Server],
     ip: IpAddr,
     hostname: &str,
+    log: &LogFile,
 ) -> Result<Running, String> {
     let mut running = Running::default();
     for server in servers {
@@ -136,9 +144,10 @@ pub(crate) async fn start(
         let task = match server {
             Server::GrpcHealth { .. } => tokio::spawn(grpc_health(listener)),
             _ => {
-                let router = router(server, hostname);
+                let router = router(server, hostname, log);
+                let app = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
                 tokio::spawn(async move {
-                    let _ = axum::serve(listener, router).await;
+                    let _ = axum::serve(listener, app).await;
                 })
             }
         };
@@ -148,24 +157,14 @@ pub(crate) async fn start(
 }
 
 /// The HTTP routes of `server`.
-fn router(server: &Server, hostname: &str) -> Router {
+fn router(server: &Server, hostname: &str, log: &LogFile) -> Router {
     let hostname = hostname.to_owned();
     match server {
         Server::Liveness => Router::new()
             .route("/healthz", get(liveness_healthz))
             .route("/redirect", get(redirect))
             .with_state(Instant::now()),
-        Server::Netexec { .. } => Router::new()
-            .route("/echo", get(echo))
-            .route("/healthz", get(|| async { "ok" }))
-            .route(
-                "/hostname",
-                get({
-                    let hostname = hostname.clone();
-                    move || async move { hostname }
-                }),
-            )
-            .fallback(|| async { format!("NOW: {}", chrono::Utc::now()) }),
+        Server::Netexec { port } => netexec::router(&hostname, *port, log.clone()),
         Server::ServeHostname { .. } => Router::new().fallback(move || async move { hostname }),
         // (gRPC health has no HTTP routes: `start` serves it with tonic.)
         Server::Web { .. } | Server::GrpcHealth { .. } => {
@@ -205,11 +204,6 @@ async fn redirect(Query(q): Query<std::collections::HashMap<String, String>>) ->
         }
         None => (StatusCode::BAD_REQUEST, "Missing loc parameter").into_response(),
     }
-}
-
-/// agnhost `netexec`'s `/echo?msg=`.
-async fn echo(Query(q): Query<std::collections::HashMap<String, String>>) -> String {
-    q.get("msg").cloned().unwrap_or_default()
 }
 
 /// agnhost `grpc-health-checking`: the health service, serving.
@@ -262,7 +256,8 @@ mod tests {
             let l = std::net::TcpListener::bind((ip, 0)).unwrap();
             l.local_addr().unwrap().port()
         };
-        let running = start(&[Server::Netexec { port }], ip, "pod-a")
+        let log = LogFile::new(None);
+        let running = start(&[Server::Netexec { port }], ip, "pod-a", &log)
             .await
             .unwrap();
         let get = |path: &'static str| async move {
@@ -282,7 +277,7 @@ mod tests {
             "{echoed}"
         );
         assert!(get("/hostname").await.unwrap().ends_with("pod-a"));
-        let taken = start(&[Server::Netexec { port }], ip, "pod-b")
+        let taken = start(&[Server::Netexec { port }], ip, "pod-b", &log)
             .await
             .unwrap_err();
         assert!(
