@@ -381,6 +381,37 @@ steps:
     }
 
     #[test]
+    fn peers_are_checked_and_referenced_by_name() {
+        let peer = "peers:\n  - metadata: {name: handler}\n    spec:\n      containers: [{name: h, image: agnhost, comand: [x]}]\n";
+        let text = GOOD.replace("pod:\n", &format!("{peer}pod:\n")).replace(
+            "image: busybox:1.36",
+            "image: busybox:1.36\n        args: [\"{{peers.handlr.podIP}}\"]",
+        );
+        let errors = parse(&text, "good").expect_err("invalid");
+        let all: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        assert!(
+            all.iter()
+                .any(|m| m.contains("peers[0].spec.containers[0]: unknown field `comand`")),
+            "{all:#?}"
+        );
+        assert!(
+            all.iter()
+                .any(|m| m.contains("no peer `handlr`; expected one of: handler")),
+            "{all:#?}"
+        );
+        let text = text
+            .replace(", comand: [x]", "")
+            .replace("handlr", "handler");
+        let case = parse(&text, "good").expect("valid");
+        assert_eq!(case.peers.len(), 1);
+        let text = GOOD.replace(
+            "  - create\n",
+            "  - create\n  - expectLogs: {pod: nobody, contains: x}\n",
+        );
+        assert!(one_error(&text, "good").contains("expectLogs: no peer `nobody`"));
+    }
+
+    #[test]
     fn objects_need_names() {
         let text = GOOD.replace(
             "steps:\n",

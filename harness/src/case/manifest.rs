@@ -3,23 +3,26 @@
 use super::locate::{Anchor, Problem, problem};
 use super::model::Case;
 
-/// Fields of the pod manifest that the Kubernetes types do not know (k8s-openapi ignores them
-/// silently, so `restartPolcy: Never` would quietly run with `Always`).
+/// Fields of the pod and peer manifests that the Kubernetes types do not know (k8s-openapi
+/// ignores them silently, so `restartPolcy: Never` would quietly run with `Always`).
 pub(super) fn unknown_manifest_fields(text: &str, case: &Case) -> Vec<Problem> {
     let Ok(raw) = serde_yaml::from_str::<serde_yaml::Value>(text) else {
         return Vec::new();
     };
-    let Some(raw_pod) = raw.get("pod") else {
-        return Vec::new();
-    };
-    let Ok(raw_pod) = serde_json::to_value(raw_pod) else {
-        return Vec::new();
-    };
-    let Ok(typed) = serde_json::to_value(&*case.pod) else {
-        return Vec::new();
-    };
+    let as_json = |v: &serde_yaml::Value| serde_json::to_value(v).ok();
     let mut unknown = Vec::new();
-    diff_keys(&raw_pod, &typed, "pod", &mut unknown);
+    if let (Some(raw_pod), Ok(typed)) = (
+        raw.get("pod").and_then(as_json),
+        serde_json::to_value(&*case.pod),
+    ) {
+        diff_keys(&raw_pod, &typed, "pod", &mut unknown);
+    }
+    if let (Some(raw_peers), Ok(typed)) = (
+        raw.get("peers").and_then(as_json),
+        serde_json::to_value(&case.peers),
+    ) {
+        diff_keys(&raw_peers, &typed, "peers", &mut unknown);
+    }
     unknown
         .into_iter()
         .map(|(path, key)| {

@@ -8,6 +8,7 @@ pub mod model;
 pub mod object_steps;
 pub mod observe;
 pub mod pattern;
+pub mod peers;
 pub mod streams;
 pub(crate) mod tagged;
 mod validate;

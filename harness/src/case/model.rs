@@ -53,6 +53,12 @@ pub struct Case {
     /// steps watch its mirror pod `<name>-<node>`.
     #[serde(default, rename = "static")]
     pub static_pod: bool,
+    /// Pods run beside the pod (upstream's handler pods): the `create` step
+    /// starts them on the same node and waits until they are Running and
+    /// Ready before it creates the pod, whose strings may name their
+    /// addresses as `{{peers.NAME.podIP}}` (see [`peers`](super::peers)).
+    #[serde(default)]
+    pub peers: Vec<Pod>,
     /// Extra objects created (in order, before the pod) by the `create` step.
     #[serde(default)]
     pub objects: Vec<Object>,

@@ -78,6 +78,9 @@ impl EventType {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LogExpectation {
+    /// The pod: a peer's name (default: the pod under test).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
     /// The container (default: the pod's only container).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,

@@ -1,6 +1,8 @@
 //! What a parsed case must satisfy beyond its types: names, steps in a
 //! sensible order, patterns that name the pod's containers.
 
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+
 use super::locate::{Anchor, Problem, problem};
 use super::model::{Case, Fault, Object, Requirement, Step};
 use super::object_steps::{PatchType, Target};
@@ -24,6 +26,18 @@ fn is_dns_label(s: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
+}
+
+/// The names of a pod's containers and of its init containers.
+fn container_names(spec: Option<&PodSpec>) -> (Vec<&str>, Vec<&str>) {
+    fn names(list: &[Container]) -> Vec<&str> {
+        list.iter().map(|c| c.name.as_str()).collect()
+    }
+    (
+        spec.map_or_else(Vec::new, |s| names(&s.containers)),
+        spec.and_then(|s| s.init_containers.as_deref())
+            .map_or_else(Vec::new, names),
+    )
 }
 
 pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
@@ -67,13 +81,7 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
         ));
     }
     let spec = case.pod.spec.as_ref();
-    let containers: Vec<&str> = spec
-        .map(|s| s.containers.iter().map(|c| c.name.as_str()).collect())
-        .unwrap_or_default();
-    let init_containers: Vec<&str> = spec
-        .and_then(|s| s.init_containers.as_ref())
-        .map(|v| v.iter().map(|c| c.name.as_str()).collect())
-        .unwrap_or_default();
+    let (containers, init_containers) = container_names(spec);
     match spec {
         None => out.push(problem(
             Anchor::TopKey("pod"),
@@ -112,6 +120,7 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
     for object in &case.objects {
         check_object(object, || Anchor::TopKey("objects"), &mut out);
     }
+    super::peers::check(case, &mut out);
     if let Some(message) = empty_range(case.versions()) {
         out.push(problem(Anchor::TopKey("until"), message));
     }
@@ -255,13 +264,31 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
                     ));
                 }
                 check_regex(logs.matches.as_deref(), here, &mut out);
-                check_container(
-                    logs.container.as_deref(),
-                    &containers,
-                    &init_containers,
-                    here,
-                    &mut out,
-                );
+                let peer = logs.pod.as_deref().filter(|p| *p != pod_name);
+                match peer.map(|p| {
+                    case.peers
+                        .iter()
+                        .find(|c| c.metadata.name.as_deref() == Some(p))
+                }) {
+                    None => check_container(
+                        logs.container.as_deref(),
+                        &containers,
+                        &init_containers,
+                        here,
+                        &mut out,
+                    ),
+                    Some(Some(peer)) => {
+                        let (regular, init) = container_names(peer.spec.as_ref());
+                        check_container(logs.container.as_deref(), &regular, &init, here, &mut out);
+                    }
+                    Some(None) => out.push(problem(
+                        here(),
+                        format!(
+                            "expectLogs: no peer `{}`: `pod` names one of the case's `peers`",
+                            logs.pod.as_deref().unwrap_or_default()
+                        ),
+                    )),
+                }
             }
             Step::Exec(exec) => {
                 if !created {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Toleration};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use rand::Rng;
@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::janitor::Janitor;
 use super::recorder::Recorder;
-use super::{objects, observe, streams};
+use super::{objects, observe, pods, streams};
 use crate::backend::{NodeHandle, Nodes};
 use crate::case::pattern::HostIp;
 use crate::case::{Case, LoadedCase, NodeExpectation, PodExpectation, RuntimeExpectation, Step};
@@ -294,7 +294,7 @@ impl Ctx<'_> {
                 Step::ExpectLogs(exp) => observe::expect_logs(
                     &self.client,
                     &self.namespace,
-                    &self.pod_name,
+                    exp.pod.as_deref().unwrap_or(&self.pod_name),
                     exp,
                     self.deadline,
                 )
@@ -372,39 +372,25 @@ impl Ctx<'_> {
         for object in &self.case.objects {
             objects::create(&self.client, &self.namespace, object, false).await?;
         }
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
         let mut pod = (*self.case.pod).clone();
+        if !self.case.peers.is_empty() {
+            let values =
+                pods::start_peers(&pods, self.node, &self.case.peers, self.deadline).await?;
+            let mut manifest =
+                serde_json::to_value(&pod).map_err(|e| format!("encoding the pod: {e}"))?;
+            crate::case::peers::substitute(&mut manifest, &values);
+            pod = serde_json::from_value(manifest)
+                .map_err(|e| format!("the pod with its peers' addresses: {e}"))?;
+        }
         pod.metadata.namespace = Some(self.namespace.clone());
         if self.case.static_pod {
             let manifest =
                 serde_json::to_value(&pod).map_err(|e| format!("encoding the manifest: {e}"))?;
             return self.write_manifest(manifest);
         }
-        if let Some(spec) = pod.spec.as_mut() {
-            spec.node_name = Some(self.node.name.clone());
-            if !self.node.is_spawned() {
-                // A shared, existing node (kind's control plane) may carry NoSchedule/NoExecute taints.
-                spec.tolerations
-                    .get_or_insert_with(Vec::new)
-                    .push(Toleration {
-                        operator: Some("Exists".into()),
-                        ..Default::default()
-                    });
-            }
-        }
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
-        // A fresh namespace on a real cluster gets its `default` ServiceAccount a moment later.
-        let retry_until = Instant::now() + Duration::from_secs(15);
-        loop {
-            match pods.create(&PostParams::default(), &pod).await {
-                Ok(_) => return Ok(()),
-                Err(kube::Error::Api(s))
-                    if s.message.contains("serviceaccount") && Instant::now() < retry_until =>
-                {
-                    tokio::time::sleep(Duration::from_millis(300)).await;
-                }
-                Err(e) => return Err(format!("creating pod {}: {e}", &self.pod_name)),
-            }
-        }
+        pods::bind(&mut pod, self.node);
+        pods::create(&pods, &pod).await
     }
 
     async fn delete(&mut self, grace: Option<i64>) -> Result<(), String> {

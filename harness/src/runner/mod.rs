@@ -4,6 +4,7 @@ pub mod case_run;
 pub mod janitor;
 mod objects;
 mod observe;
+mod pods;
 pub mod recorder;
 mod streams;
 
