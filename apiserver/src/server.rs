@@ -195,6 +195,19 @@ impl Builder {
             kubelet: crate::kubelet_client::KubeletClient::new(self.kubelet_address_types.clone())
                 .map_err(Error::KubeletClient)?,
         });
+        // Written as kube-apiserver's own controller writes it (its manager
+        // is the binary and version: `kube-apiserver-1.36.2`).
+        let controller = crate::managed_fields::Writer::named(format!(
+            "kube-apiserver-{}",
+            self.version.git_version().trim_start_matches('v')
+        ));
+        ctx.registry.create_mode(
+            &crate::resources::SERVICES,
+            "default",
+            crate::service::master(addr.port()),
+            false,
+            &controller,
+        )?;
         let acceptor = identity.map(|i| i.acceptor);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -56,6 +56,25 @@ pub fn defaults(service: &mut Map<String, Value>) {
     }
 }
 
+/// The `default/kubernetes` service kube-apiserver keeps for itself (its
+/// `controlplane` controller): the first address of the service range, port
+/// 443 named `https` to the server's own port. Every pod's containers get its
+/// variables (`KUBERNETES_SERVICE_HOST` …), which in-cluster clients read.
+pub fn master(port: u16) -> Value {
+    json!({
+        "metadata": {
+            "name": "kubernetes",
+            "labels": {"component": "apiserver", "provider": "kubernetes"}
+        },
+        "spec": {
+            "clusterIP": "10.96.0.1",
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}],
+            "sessionAffinity": "None",
+            "type": "ClusterIP"
+        }
+    })
+}
+
 /// A new service's cluster IPs (one no service in `taken` has) and their families.
 pub fn allocate(service: &mut Value, taken: &[String]) {
     let Some(spec) = service.get_mut("spec").and_then(Value::as_object_mut) else {

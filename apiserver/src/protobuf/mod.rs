@@ -4,7 +4,7 @@
 //!
 //! A body is the magic `k8s\0` followed by a `runtime.Unknown` whose `typeMeta` names the
 //! kind and whose `raw` holds the object's message. Read are the kinds `kubectl create
-//! namespace|configmap|secret|serviceaccount` send, those the kubelet writes
+//! namespace|configmap|secret|serviceaccount|service` (and `kubectl expose`) send, those the kubelet writes
 //! ([`kubelet`]) and Pods ([`pod`]: a kubelet's mirror pods); any other kind is a 415
 //! that says what to do instead.
 //! Responses stay JSON, which every client that sends protobuf also accepts.
@@ -21,6 +21,7 @@ use crate::status::{Error, Result};
 
 mod kubelet;
 mod pod;
+mod service;
 
 /// The protobuf media type of the Kubernetes API.
 pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
@@ -28,8 +29,9 @@ const MAGIC: &[u8] = b"k8s\0";
 
 /// The kinds whose protobuf bodies are read: what `kubectl create <kind>` and the kubelet
 /// (with its default content type) send.
-pub const KINDS: [&str; 11] = [
+pub const KINDS: [&str; 12] = [
     "Namespace",
+    "Service",
     "Pod",
     "ConfigMap",
     "Secret",
@@ -56,6 +58,7 @@ pub fn decode(body: &[u8]) -> Result<Value> {
         ("v1", "Namespace") => namespace(core::Namespace::decode(&raw[..]).map_err(invalid)?),
         ("v1", "ConfigMap") => config_map(core::ConfigMap::decode(&raw[..]).map_err(invalid)?),
         ("v1", "Secret") => secret(core::Secret::decode(&raw[..]).map_err(invalid)?),
+        ("v1", "Service") => service::service(core::Service::decode(&raw[..]).map_err(invalid)?),
         ("v1", "ServiceAccount") => {
             service_account(core::ServiceAccount::decode(&raw[..]).map_err(invalid)?)
         }
@@ -292,6 +295,41 @@ mod tests {
         let decoded = decode(&envelope("Secret", secret.encode_to_vec())).unwrap();
         assert_eq!(decoded["data"], json!({"k": "dg=="}));
         assert_eq!(decoded["type"], "Opaque");
+        // `kubectl create service clusterip fooservice --tcp=8765:8080`: Go's empty
+        // non-pointer fields are sent and left out again.
+        let service = core::Service {
+            metadata: named("fooservice"),
+            spec: Some(core::ServiceSpec {
+                ports: vec![core::ServicePort {
+                    name: Some("8765-8080".into()),
+                    protocol: Some("TCP".into()),
+                    port: Some(8765),
+                    target_port: Some(k8s_pb::apimachinery::pkg::util::intstr::IntOrString {
+                        r#type: Some(0),
+                        int_val: Some(8080),
+                        str_val: Some(String::new()),
+                    }),
+                    node_port: Some(0),
+                    ..Default::default()
+                }],
+                selector: [("app".to_string(), "fooservice".to_string())].into(),
+                cluster_ip: Some(String::new()),
+                r#type: Some("ClusterIP".into()),
+                session_affinity: Some(String::new()),
+                publish_not_ready_addresses: Some(false),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let decoded = decode(&envelope("Service", service.encode_to_vec())).unwrap();
+        assert_eq!(
+            decoded["spec"],
+            json!({
+                "ports": [{"name": "8765-8080", "protocol": "TCP", "port": 8765, "targetPort": 8080}],
+                "selector": {"app": "fooservice"},
+                "type": "ClusterIP"
+            })
+        );
     }
 
     #[test]
@@ -299,7 +337,9 @@ mod tests {
         assert_eq!(decode(b"{}").unwrap_err().code(), 400);
         assert_eq!(decode(b"k8s\0\xff\xff").unwrap_err().code(), 400);
         assert_eq!(
-            decode(&envelope("Service", Vec::new())).unwrap_err().code(),
+            decode(&envelope("Endpoints", Vec::new()))
+                .unwrap_err()
+                .code(),
             415
         );
     }
