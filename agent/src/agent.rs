@@ -342,8 +342,12 @@ impl AgentBuilder {
             ));
         }
 
+        let (services, services_task) =
+            crate::services::spawn(self.client.clone(), shutdown.clone());
+        tasks.push(services_task);
         let allocations = Allocations::default();
         let ctx = Context {
+            services,
             allocations: allocations.handle(),
             runtime: runtime.clone(),
             status: status.clone(),

@@ -31,13 +31,16 @@ pub struct Downward<'a> {
     pub allocatable: Option<&'a resource::List>,
 }
 
-/// Builds `container`'s environment, in order; `Err` is the message of a
+/// Builds `container`'s environment, in order, then the `services`'
+/// variables it does not define itself (they also serve `$(VAR)` references
+/// the container's own variables leave open); `Err` is the message of a
 /// `CreateContainerConfigError`.
 pub async fn resolve(
     client: &kube::Client,
     pod: &Pod,
     container: &Container,
     downward: Downward<'_>,
+    services: &BTreeMap<String, String>,
 ) -> Result<Vec<(String, String)>, String> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let mut sources = Sources::new(client, namespace);
@@ -67,7 +70,9 @@ pub async fn resolve(
     }
     for var in container.env.iter().flatten() {
         let value = match &var.value_from {
-            None => expand(var.value.as_deref().unwrap_or_default(), &env),
+            None => expand_with(var.value.as_deref().unwrap_or_default(), |name| {
+                lookup(&env, name).or_else(|| services.get(name).map(String::as_str))
+            }),
             Some(from) => {
                 if let Some(field) = &from.field_ref {
                     match field_value(pod, &field.field_path, downward) {
@@ -121,7 +126,20 @@ pub async fn resolve(
         };
         set(&mut env, var.name.clone(), value);
     }
+    for (name, value) in services {
+        if lookup(&env, name).is_none() {
+            env.push((name.clone(), value.clone()));
+        }
+    }
     Ok(env)
+}
+
+/// The value of `name` in `env` (its last definition).
+fn lookup<'a>(env: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    env.iter()
+        .rev()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
 }
 
 /// Sets `name` (a later definition replaces an earlier one in its place).
@@ -238,6 +256,11 @@ pub fn field_value(pod: &Pod, path: &str, downward: Downward<'_>) -> Option<Stri
 /// Expands `$(VAR)` references to variables of `env` (`expansion.Expand`):
 /// `$$` is a literal `$`, an unknown reference stays as written.
 pub fn expand(input: &str, env: &[(String, String)]) -> String {
+    expand_with(input, |name| lookup(env, name))
+}
+
+/// [`expand`] with the values `value_of` gives (`expansion.MappingFuncFor`).
+fn expand_with<'a>(input: &str, value_of: impl Fn(&str) -> Option<&'a str>) -> String {
     let mut out = String::with_capacity(input.len());
     let mut rest = input;
     while let Some(at) = rest.find('$') {
@@ -250,8 +273,8 @@ pub fn expand(input: &str, env: &[(String, String)]) -> String {
             && let Some(end) = inner.find(')')
         {
             let name = &inner[..end];
-            match env.iter().rev().find(|(n, _)| n == name) {
-                Some((_, value)) => out.push_str(value),
+            match value_of(name) {
+                Some(value) => out.push_str(value),
                 None => {
                     out.push_str("$(");
                     out.push_str(name);

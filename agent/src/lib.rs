@@ -83,6 +83,7 @@ pub mod prober;
 pub mod resource;
 pub mod runtime;
 pub mod server;
+pub mod services;
 pub mod static_pods;
 pub mod stats_summary;
 pub mod status_manager;

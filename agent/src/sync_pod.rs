@@ -72,6 +72,8 @@ pub struct Context {
     pub node: watch::Receiver<Option<Node>>,
     /// The resizes the sync loop could not allocate (`PodResizePending`).
     pub allocations: crate::allocation::Handle,
+    /// The services, for containers' service variables.
+    pub services: crate::services::Services,
 }
 
 impl Context {

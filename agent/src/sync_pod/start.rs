@@ -43,7 +43,15 @@ async fn container_env(
         pod_ip: pod_ip.as_deref(),
         allocatable: allocatable.as_ref(),
     };
-    env::resolve(&ctx.client, pod, container, downward).await
+    // As the kubelet: a static pod does not wait for the first list of
+    // services (it may run before the API server does).
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let links = pod.spec.as_ref().and_then(|s| s.enable_service_links) != Some(false);
+    let services = match ctx.services.env(namespace, links) {
+        Err(_) if crate::pod_config::is_static(pod) => Default::default(),
+        services => services?,
+    };
+    env::resolve(&ctx.client, pod, container, downward, &services).await
 }
 
 /// The pod's `/etc/hosts` for `container` (`makeHostsMount`), unless the

@@ -428,10 +428,9 @@ steps:
         );
         assert!(parse(&text, "good").is_ok());
         let text = GOOD.replace("steps:\n", "objects:\n  - configmap: {}\nsteps:\n");
-        assert!(
-            one_error(&text, "good")
-                .contains("unknown variant `configmap`, expected `configMap` or `secret`")
-        );
+        assert!(one_error(&text, "good").contains(
+            "unknown variant `configmap`, expected one of `configMap`, `secret`, `service`"
+        ));
     }
 
     #[test]

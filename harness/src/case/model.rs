@@ -2,7 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
 use super::duration::CaseDuration;
@@ -119,30 +120,41 @@ impl Requirement {
     }
 }
 
-/// An extra object a case creates before its pod (for volumes, env sources).
+/// An extra object a case creates before its pod (for volumes, env sources,
+/// service environment variables).
 #[derive(Debug, Clone)]
 pub enum Object {
     /// A ConfigMap in the case's namespace.
     ConfigMap(Box<ConfigMap>),
     /// A Secret in the case's namespace.
     Secret(Box<Secret>),
+    /// A Service in the case's namespace (the API server gives it a cluster IP).
+    Service(Box<Service>),
 }
 
 impl Object {
+    /// The kind, lower case, as `kubectl` names it (`configmap`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Object::ConfigMap(_) => "configmap",
+            Object::Secret(_) => "secret",
+            Object::Service(_) => "service",
+        }
+    }
+
+    /// Its metadata.
+    pub fn metadata(&self) -> &ObjectMeta {
+        match self {
+            Object::ConfigMap(c) => &c.metadata,
+            Object::Secret(s) => &s.metadata,
+            Object::Service(s) => &s.metadata,
+        }
+    }
+
     /// `kind/name` for messages.
     pub fn describe(&self) -> String {
-        match self {
-            Object::ConfigMap(c) => format!(
-                "configmap/{}",
-                c.metadata.name.as_deref().unwrap_or("<unnamed>")
-            ),
-            Object::Secret(s) => {
-                format!(
-                    "secret/{}",
-                    s.metadata.name.as_deref().unwrap_or("<unnamed>")
-                )
-            }
-        }
+        let name = self.metadata().name.as_deref().unwrap_or("<unnamed>");
+        format!("{}/{name}", self.kind())
     }
 }
 
@@ -348,7 +360,7 @@ impl Case {
 
 impl TaggedEnum for Object {
     const WHAT: &'static str = "an object";
-    const TAGS: &'static [&'static str] = &["configMap", "secret"];
+    const TAGS: &'static [&'static str] = &["configMap", "secret", "service"];
     fn unit(_: &str) -> Option<Self> {
         None
     }
@@ -359,6 +371,7 @@ impl TaggedEnum for Object {
         Ok(match tag {
             "configMap" => Some(Object::ConfigMap(map.next_value()?)),
             "secret" => Some(Object::Secret(map.next_value()?)),
+            "service" => Some(Object::Service(map.next_value()?)),
             _ => None,
         })
     }

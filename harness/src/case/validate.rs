@@ -376,10 +376,7 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
 
 /// An object a case creates: a DNS-label name, no namespace (the harness sets it).
 fn check_object(object: &Object, anchor: impl Fn() -> Anchor, out: &mut Vec<Problem>) {
-    let meta = match object {
-        Object::ConfigMap(c) => &c.metadata,
-        Object::Secret(s) => &s.metadata,
-    };
+    let meta = object.metadata();
     if !meta.name.as_deref().is_some_and(is_dns_label) {
         out.push(problem(
             anchor(),

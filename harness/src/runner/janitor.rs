@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 
@@ -29,12 +29,7 @@ impl Janitor {
         let made = Made {
             objects: objects
                 .iter()
-                .map(|o| match o {
-                    Object::ConfigMap(c) => {
-                        ("configmap", c.metadata.name.clone().unwrap_or_default())
-                    }
-                    Object::Secret(s) => ("secret", s.metadata.name.clone().unwrap_or_default()),
-                })
+                .map(|o| (o.kind(), o.metadata().name.clone().unwrap_or_default()))
                 .collect(),
         };
         if let Ok(mut live) = self.live.lock() {
@@ -100,16 +95,13 @@ pub async fn clean_namespace(client: &kube::Client, namespace: &str, made: &Made
         }
         let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
         let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+        let services: Api<Service> = Api::namespaced(client.clone(), namespace);
+        let gone = DeleteParams::default();
         for (kind, name) in &made.objects {
             let _ = match *kind {
-                "configmap" => configmaps
-                    .delete(name, &DeleteParams::default())
-                    .await
-                    .map(|_| ()),
-                _ => secrets
-                    .delete(name, &DeleteParams::default())
-                    .await
-                    .map(|_| ()),
+                "configmap" => configmaps.delete(name, &gone).await.map(drop),
+                "service" => services.delete(name, &gone).await.map(drop),
+                _ => secrets.delete(name, &gone).await.map(drop),
             };
         }
         let namespaces: Api<Namespace> = Api::all(client.clone());

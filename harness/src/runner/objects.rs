@@ -1,5 +1,5 @@
 //! The object steps of a case: creating, applying, patching and deleting
-//! the ConfigMaps, Secrets and the pod of a case's namespace.
+//! the ConfigMaps, Secrets, Services and the pod of a case's namespace.
 
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
@@ -20,6 +20,7 @@ pub async fn create(
     let result = match object {
         Object::ConfigMap(c) => put(client, namespace, (**c).clone(), replace).await,
         Object::Secret(s) => put(client, namespace, (**s).clone(), replace).await,
+        Object::Service(s) => put(client, namespace, (**s).clone(), replace).await,
     };
     result.map_err(|e| {
         let verb = if replace { "applying" } else { "creating" };
