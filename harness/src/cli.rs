@@ -79,6 +79,11 @@ pub struct RunArgs {
     /// The cases directory.
     #[arg(long, default_value_os_t = default_cases_dir())]
     pub cases: PathBuf,
+    /// Run every selected case even when the start gate (the case tagged `gate`,
+    /// `pods::runs-a-pod`: can the agent run a pod at all?) fails; by default the
+    /// others are then reported as not run.
+    #[arg(long)]
+    pub no_gate: bool,
     /// Run cases whose `area::name` contains any of these.
     pub filter: Vec<String>,
 }
@@ -388,6 +393,7 @@ async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
         nodes,
         jobs,
         janitor: Arc::new(Janitor::default()),
+        gate: !args.no_gate,
     };
     let header = report::human::header(
         selected.len(),

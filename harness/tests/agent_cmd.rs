@@ -38,14 +38,20 @@ fn stuck_agent() -> Option<PathBuf> {
 
 /// The case `text` as `lifecycle::runs`.
 fn runs_case(text: &str) -> nodeconform_harness::case::LoadedCase {
-    let case =
-        load::parse_str(Path::new("cases/lifecycle/runs.yaml"), text, "runs").expect("valid case");
+    named_case(text, "runs")
+}
+
+/// The case `text` as `lifecycle::<name>`.
+fn named_case(text: &str, name: &str) -> nodeconform_harness::case::LoadedCase {
+    let text = text.replace("name: runs", &format!("name: {name}"));
+    let path = format!("cases/lifecycle/{name}.yaml");
+    let case = load::parse_str(Path::new(&path), &text, name).expect("valid case");
     nodeconform_harness::case::LoadedCase {
         id: nodeconform_harness::case::CaseId {
             area: "lifecycle".into(),
-            name: "runs".into(),
+            name: name.into(),
         },
-        path: "cases/lifecycle/runs.yaml".into(),
+        path: path.into(),
         case,
     }
 }
@@ -70,6 +76,7 @@ async fn runner_with(agent: &Path) -> (Cluster, Runner) {
         nodes: Arc::new(nodes),
         jobs: 1,
         janitor: Arc::new(Janitor::default()),
+        gate: true,
     };
     (cluster, runner)
 }
@@ -124,6 +131,49 @@ async fn a_wrong_agent_fails_with_a_timeline() {
     let xml = report::junit::render(&report);
     let parsed = quick_junit::Report::deserialize_from_str(&xml).expect("valid JUnit");
     assert_eq!(parsed.failures, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_runs_no_pod_stops_the_run_at_the_gate() {
+    let Some(agent) = stuck_agent() else {
+        eprintln!(
+            "note: examples/stuck_agent is not built (run `cargo test` without --test); skipped"
+        );
+        return;
+    };
+    let gate = CASE.replace("timeout: 10s", "tags: [gate]\ntimeout: 10s");
+    let cases = [
+        named_case(&CASE.replace("within: 2s", "within: 9s"), "slow"),
+        named_case(&gate, "gate"),
+        named_case(CASE, "other"),
+    ];
+    let (cluster, runner) = runner_with(&agent).await;
+    let mut order = Vec::new();
+    let report = runner
+        .run(
+            &cases,
+            "embedded",
+            |r| order.push(r.name.clone()),
+            futures::future::pending(),
+        )
+        .await;
+    cluster.teardown().await;
+
+    assert_eq!(order[0], "lifecycle::gate", "the gate runs first: {order:?}");
+    let outcome = |name: &str| {
+        let case = report.cases.iter().find(|c| c.name == name).unwrap();
+        (case.outcome, case.reason.clone().unwrap_or_default())
+    };
+    assert_eq!(outcome("lifecycle::gate").0, Outcome::Failed);
+    for name in ["lifecycle::slow", "lifecycle::other"] {
+        let (outcome, reason) = outcome(name);
+        assert_eq!(outcome, Outcome::Ignored, "{name}");
+        assert!(
+            reason.contains("the start gate lifecycle::gate failed"),
+            "{reason}"
+        );
+    }
+    assert!(!report.success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -113,7 +113,15 @@ pub struct Runner {
     pub jobs: usize,
     /// Tracks what cases made, for cleanup.
     pub janitor: Arc<Janitor>,
+    /// Run the start gate first (see [`GATE_TAG`]).
+    pub gate: bool,
 }
+
+/// The tag of the start gate: the case that shows whether the agent can run a
+/// pod at all. When a run selects it beside other cases it runs first, alone,
+/// and if it fails the others are not run: each would only wait out its
+/// timeout, and the gate's failure is the diagnosis.
+pub const GATE_TAG: &str = "gate";
 
 impl Runner {
     /// Runs `cases` (already selected), calling `on_done` as each finishes; stops early (and cleans up)
@@ -141,6 +149,28 @@ impl Runner {
         // The API server's release, read once: cases that apply from a newer one are ignored.
         let server = case_run::api_server_version(&self.client).await;
         let server = server.as_str();
+        let gate = runnable
+            .iter()
+            .position(|c| c.case.tags.contains(GATE_TAG))
+            .filter(|_| self.gate && runnable.len() > 1);
+        if let Some(at) = gate {
+            let gate = runnable.remove(at);
+            let report = case_run::run(&self.client, &self.nodes, &self.janitor, gate, server).await;
+            on_done(&report);
+            let failed = report.outcome == Outcome::Failed;
+            reports.push(report);
+            if failed {
+                let reason = format!(
+                    "not run: the start gate {} failed, so the agent cannot run a pod and every case depends on that (--no-gate runs them anyway)",
+                    gate.id
+                );
+                for case in runnable.drain(..) {
+                    let r = ignored(case, reason.clone());
+                    on_done(&r);
+                    reports.push(r);
+                }
+            }
+        }
         let mut stream = futures::stream::iter(start_order(runnable).into_iter().map(|case| {
             let client = self.client.clone();
             let nodes = Arc::clone(&self.nodes);
