@@ -159,7 +159,10 @@ async fn an_agent_that_runs_no_pod_stops_the_run_at_the_gate() {
         .await;
     cluster.teardown().await;
 
-    assert_eq!(order[0], "lifecycle::gate", "the gate runs first: {order:?}");
+    assert_eq!(
+        order[0], "lifecycle::gate",
+        "the gate runs first: {order:?}"
+    );
     let outcome = |name: &str| {
         let case = report.cases.iter().find(|c| c.name == name).unwrap();
         (case.outcome, case.reason.clone().unwrap_or_default())

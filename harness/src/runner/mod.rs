@@ -155,7 +155,8 @@ impl Runner {
             .filter(|_| self.gate && runnable.len() > 1);
         if let Some(at) = gate {
             let gate = runnable.remove(at);
-            let report = case_run::run(&self.client, &self.nodes, &self.janitor, gate, server).await;
+            let report =
+                case_run::run(&self.client, &self.nodes, &self.janitor, gate, server).await;
             on_done(&report);
             let failed = report.outcome == Outcome::Failed;
             reports.push(report);
