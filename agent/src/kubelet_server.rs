@@ -151,6 +151,21 @@ async fn route<B>(
     if path == "/pods" || path == "/pods/" {
         return pods(ctx).await;
     }
+    if path == "/metrics/resource" {
+        return match crate::resource_metrics::render(&ctx.runtime).await {
+            Ok(metrics) => {
+                let mut resp = text(StatusCode::OK, metrics);
+                resp.headers_mut().insert(
+                    hyper::header::CONTENT_TYPE,
+                    hyper::header::HeaderValue::from_static(
+                        "text/plain; version=0.0.4; charset=utf-8",
+                    ),
+                );
+                resp
+            }
+            Err(err) => text(StatusCode::INTERNAL_SERVER_ERROR, err.to_string()),
+        };
+    }
     if path == "/stats/summary" {
         return match stats_summary::summary(&ctx.runtime, &ctx.node_name, ctx.started).await {
             Ok(summary) => json(&summary),

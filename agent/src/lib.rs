@@ -81,6 +81,7 @@ pub mod pod_workers;
 pub mod podutil;
 pub mod prober;
 pub mod resource;
+pub mod resource_metrics;
 pub mod runtime;
 pub mod server;
 pub mod services;

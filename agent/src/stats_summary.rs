@@ -65,15 +65,18 @@ fn pod(stats: &cri::PodSandboxStats) -> Value {
     Value::Object(out)
 }
 
-fn container(stats: &cri::ContainerStats) -> Value {
-    let name = stats
+/// The name of the container `stats` are about.
+pub(crate) fn container_name(stats: &cri::ContainerStats) -> &str {
+    stats
         .attributes
         .as_ref()
         .and_then(|a| a.metadata.as_ref())
-        .map(|m| m.name.clone())
-        .unwrap_or_default();
+        .map_or("", |m| m.name.as_str())
+}
+
+fn container(stats: &cri::ContainerStats) -> Value {
     let mut out = Map::new();
-    out.insert("name".into(), Value::String(name));
+    out.insert("name".into(), container_name(stats).into());
     if let Some(cpu) = stats.cpu.as_ref() {
         out.insert("startTime".into(), Value::String(time(cpu.timestamp)));
         out.insert("cpu".into(), self::cpu(cpu));

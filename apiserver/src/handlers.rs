@@ -40,6 +40,8 @@ pub struct Context {
     pub bookmark_interval: Duration,
     /// Reaches nodes' kubelets (`pods/log`).
     pub kubelet: crate::kubelet_client::KubeletClient,
+    /// `metrics.k8s.io`, when served.
+    pub metrics: Option<crate::metrics_api::MetricsServer>,
 }
 
 /// Handles one request. Never fails: errors are Status responses.
@@ -59,6 +61,16 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
         auth::check(ctx.token.as_deref(), req.headers())?;
         let node = node.to_owned();
         return node_proxy::serve(ctx, &node, &path, req).await;
+    }
+    if let (Some(metrics), Some(path)) = (&ctx.metrics, crate::metrics_api::parse(req.uri().path()))
+    {
+        auth::check(ctx.token.as_deref(), req.headers())?;
+        if req.method() != Method::GET {
+            return Err(Error::MethodNotAllowed);
+        }
+        let query = Query::parse(req.uri().query());
+        let selector = query.get("labelSelector").unwrap_or_default();
+        return metrics.serve(ctx, path, selector).await;
     }
     let (parts, body) = req.into_parts();
     let route = route(parts.uri.path());
@@ -240,7 +252,15 @@ fn serve_fixed(
         Route::Health => h::bytes(200, "text/plain; charset=utf-8", "ok"),
         Route::Version => h::json(200, &discovery::version(ctx.registry.version)),
         Route::CoreVersions => h::json(200, &discovery::core_versions(&ctx.address)),
-        Route::Groups => h::json(200, &discovery::groups()),
+        Route::Groups => {
+            let mut groups = discovery::groups();
+            if ctx.metrics.is_some()
+                && let Some(list) = groups["groups"].as_array_mut()
+            {
+                list.push(crate::metrics_api::api_group());
+            }
+            h::json(200, &groups)
+        }
         Route::Group(g) => h::json(200, &discovery::api_group(&g).ok_or(Error::NoResource)?),
         Route::Resources { group, version } => h::json(
             200,

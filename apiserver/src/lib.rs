@@ -49,6 +49,7 @@ pub mod kubelet_client;
 pub mod list;
 pub mod managed_fields;
 pub mod meta;
+pub mod metrics_api;
 pub mod node_declared_features;
 pub mod node_lifecycle;
 pub mod node_proxy;

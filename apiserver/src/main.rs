@@ -45,6 +45,10 @@ struct Cli {
     /// (off: their finalizers stay, as on a kube-apiserver without controllers).
     #[arg(long)]
     garbage_collector: bool,
+    /// Serve `metrics.k8s.io/v1beta1` from the nodes' `/metrics/resource`, as
+    /// metrics-server adds it (`kubectl top`); off: no such group, as kube-apiserver alone.
+    #[arg(long)]
+    metrics_api: bool,
     /// The Kubernetes release to answer as: 1.28 or 1.36 (`/version`, pod `generation`).
     #[arg(long, default_value_t = Version::NEWEST)]
     emulate_version: Version,
@@ -94,6 +98,7 @@ async fn main() -> Result<()> {
         .token(cli.token)
         .node_lifecycle(cli.node_lifecycle_grace)
         .garbage_collector(cli.garbage_collector)
+        .metrics_api(cli.metrics_api)
         .emulate_version(cli.emulate_version)
         .kubelet_preferred_address_types(cli.kubelet_preferred_address_types)
         .start()

@@ -72,6 +72,7 @@ pub struct Builder {
     kubelet_address_types: Vec<String>,
     scheduler_node: Option<String>,
     garbage_collector: bool,
+    metrics_api: bool,
     version: Version,
 }
 
@@ -89,6 +90,7 @@ impl Default for Builder {
                 .to_vec(),
             scheduler_node: None,
             garbage_collector: false,
+            metrics_api: false,
             version: Version::NEWEST,
         }
     }
@@ -151,6 +153,14 @@ impl Builder {
         self
     }
 
+    /// Serve `metrics.k8s.io/v1beta1` as metrics-server adds it, from the nodes'
+    /// `/metrics/resource` (see [`crate::metrics_api`]), so `kubectl top` works. Off by
+    /// default, as on a kube-apiserver without metrics-server.
+    pub fn metrics_api(mut self, on: bool) -> Self {
+        self.metrics_api = on;
+        self
+    }
+
     /// The release to answer as (`--emulate-version`; default [`Version::NEWEST`]): its
     /// `/version` and the rules that differ between releases (see [`Version`]).
     pub fn emulate_version(mut self, version: Version) -> Self {
@@ -194,6 +204,9 @@ impl Builder {
             bookmark_interval: self.bookmark_interval,
             kubelet: crate::kubelet_client::KubeletClient::new(self.kubelet_address_types.clone())
                 .map_err(Error::KubeletClient)?,
+            metrics: self
+                .metrics_api
+                .then(crate::metrics_api::MetricsServer::default),
         });
         // Written as kube-apiserver's own controller writes it (its manager
         // is the binary and version: `kube-apiserver-1.36.2`).

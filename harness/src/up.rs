@@ -175,6 +175,8 @@ async fn start_cluster(options: &Options, dir: &Path) -> Result<Cluster> {
     let cluster = backend::embedded::start(&backend::embedded::Options {
         port: options.port,
         scheduler_node: Some(options.node.clone()),
+        // A cluster to try things in comes with metrics-server, as kind users add it.
+        metrics_api: true,
         kubeconfig: Some(dir.join("kubeconfig")),
         emulate_version: options.emulate_version.clone(),
     })

@@ -365,6 +365,26 @@ async fn exec_attach_port_forward_and_logs_reach_pods_through_the_api_server() {
             .await
             .starts_with("tick")
     );
+    let resource = raw("/api/v1/nodes/nodeconform/proxy/metrics/resource").await;
+    assert!(
+        resource.lines().any(|l| l.starts_with(
+            "container_cpu_usage_seconds_total{container=\"c\",namespace=\"default\",pod=\"s\"} "
+        )),
+        "{resource}"
+    );
+
+    // metrics.k8s.io, as metrics-server serves it (`kubectl top`): CPU is a
+    // rate over a window, memory the working set.
+    let metrics: serde_json::Value =
+        serde_json::from_str(&raw("/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/s").await)
+            .unwrap();
+    assert_eq!(metrics["kind"], "PodMetrics");
+    assert_eq!(metrics["containers"][0]["name"], "c");
+    let cpu = metrics["containers"][0]["usage"]["cpu"].as_str().unwrap();
+    assert!(cpu.ends_with('n') && cpu != "0n", "{metrics}");
+    let nodes: serde_json::Value =
+        serde_json::from_str(&raw("/apis/metrics.k8s.io/v1beta1/nodes").await).unwrap();
+    assert_eq!(nodes["items"][0]["metadata"]["name"], "nodeconform");
 
     // Refusals are kube-apiserver's, and the node agent's passed through.
     let refused = |path: &'static str| {
@@ -497,6 +517,9 @@ async fn exec_attach_port_forward_and_logs_reach_pods_through_the_api_server() {
             k(&["cp", "s:/tmp/data", back.to_str().unwrap()]);
             assert_eq!(std::fs::read(back.join("sub/b.bin")).unwrap(), binary);
             assert_eq!(std::fs::read(back.join("a.txt")).unwrap(), b"alpha\n");
+            // `top`, from the metrics API.
+            let top = k(&["top", "pod", "s", "--no-headers"]);
+            assert!(top.starts_with("s "), "{top}");
         }
         None => eprintln!("skipping the kubectl part: kubectl is not on PATH"),
     }

@@ -414,3 +414,49 @@ async fn discovery_and_health() {
     assert!(r.content_type.contains("as=Table"));
     api.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_metrics_api_is_served_only_when_asked_for() {
+    let plain = server().await;
+    let groups = raw(&plain, "GET", "/apis", &[], "")
+        .await
+        .json()
+        .to_string();
+    assert!(!groups.contains("metrics.k8s.io"), "{groups}");
+    assert_eq!(
+        raw(&plain, "GET", "/apis/metrics.k8s.io/v1beta1/nodes", &[], "")
+            .await
+            .status,
+        404
+    );
+
+    let api = nodeconform_apiserver::ApiServer::builder()
+        .metrics_api(true)
+        .start()
+        .await
+        .expect("server starts");
+    let groups = raw(&api, "GET", "/apis", &[], "").await.json().to_string();
+    assert!(groups.contains("metrics.k8s.io/v1beta1"), "{groups}");
+    let resources = raw(&api, "GET", "/apis/metrics.k8s.io/v1beta1", &[], "")
+        .await
+        .json();
+    assert_eq!(resources["resources"][1]["kind"], "PodMetrics");
+    let nodes = raw(&api, "GET", "/apis/metrics.k8s.io/v1beta1/nodes", &[], "")
+        .await
+        .json();
+    assert_eq!(nodes["kind"], "NodeMetricsList");
+    assert_eq!(nodes["items"], json!([]));
+    let missing = raw(
+        &api,
+        "GET",
+        "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/p",
+        &[],
+        "",
+    )
+    .await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(
+        missing.json()["message"],
+        "pods.metrics.k8s.io \"default/p\" not found"
+    );
+}

@@ -29,6 +29,8 @@ pub struct Options {
     /// Bind pods created without `spec.nodeName` to this node (the API server double's
     /// minimal scheduler); `None`: pods name their node themselves, as the cases do.
     pub scheduler_node: Option<String>,
+    /// Serve `metrics.k8s.io` (`kubectl top`), as a cluster with metrics-server does.
+    pub metrics_api: bool,
     /// Where to write the kubeconfig; `None`: a private temporary directory, removed with
     /// the cluster.
     pub kubeconfig: Option<PathBuf>,
@@ -50,7 +52,8 @@ pub async fn start(options: &Options) -> Result<Cluster> {
     let mut builder = nodeconform_apiserver::ApiServer::builder()
         .port(options.port)
         .emulate_version(version)
-        .garbage_collector(true);
+        .garbage_collector(true)
+        .metrics_api(options.metrics_api);
     if let Some(node) = &options.scheduler_node {
         builder = builder.bind_unscheduled_pods_to(node.clone());
     }
