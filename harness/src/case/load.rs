@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::features::{Taxonomy, TaxonomyError};
 use super::locate::Anchor;
 use super::manifest::unknown_manifest_fields;
 use super::model::Case;
@@ -58,6 +59,9 @@ pub enum Error {
         /// What is wrong and what was expected.
         message: String,
     },
+    /// The feature taxonomy (`features.yaml`) is broken.
+    #[error(transparent)]
+    Taxonomy(#[from] TaxonomyError),
 }
 
 /// Result of this module.
@@ -73,12 +77,19 @@ pub struct Loaded {
 }
 
 /// Files directly in the cases directory that are not cases.
-const NOT_CASES: &[&str] = &["coverage.yaml"];
+const NOT_CASES: &[&str] = &["coverage.yaml", super::features::FILE];
 
 /// Loads every `*.yaml` (and `*.yml`) under `dir/<area>/`, and those directly in `dir`
 /// (their area from their `area:` field, default `misc`); never stops at the first broken file.
 pub fn load_dir(dir: &Path) -> Loaded {
     let mut loaded = Loaded::default();
+    let taxonomy = match Taxonomy::load(dir) {
+        Ok(taxonomy) => taxonomy,
+        Err(error) => {
+            loaded.errors.push(Error::Taxonomy(error));
+            None
+        }
+    };
     // (file, the area folder it is in: None directly in `dir`)
     let mut files: Vec<(PathBuf, Option<String>)> = Vec::new();
     let read = |path: &Path, errors: &mut Vec<Error>| match std::fs::read_dir(path) {
@@ -110,7 +121,7 @@ pub fn load_dir(dir: &Path) -> Loaded {
     }
     files.sort();
     for (file, folder) in files {
-        match load_placed(&file, folder.as_deref()) {
+        match load_placed(&file, folder.as_deref(), taxonomy.as_ref()) {
             Ok(case) => loaded.cases.push(case),
             Err(errors) => loaded.errors.extend(errors),
         }
@@ -125,17 +136,28 @@ fn is_case_file(path: &Path) -> bool {
 }
 
 /// Loads one case file of an area folder; its area is that folder's name.
+/// Its features are checked against the taxonomy of the cases directory
+/// above the folder, if it has one.
 pub fn load_file(path: &Path) -> Result<LoadedCase, Vec<Error>> {
     let folder = path
         .parent()
         .and_then(|p| p.file_name())
         .and_then(|n| n.to_str())
         .unwrap_or("cases");
-    load_placed(path, Some(folder))
+    let dir = path
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("."));
+    let taxonomy = Taxonomy::load(dir).map_err(|e| vec![Error::Taxonomy(e)])?;
+    load_placed(path, Some(folder), taxonomy.as_ref())
 }
 
 /// Loads a case file found in the area folder `folder`, or directly in the cases directory (`None`).
-fn load_placed(path: &Path, folder: Option<&str>) -> Result<LoadedCase, Vec<Error>> {
+fn load_placed(
+    path: &Path,
+    folder: Option<&str>,
+    taxonomy: Option<&Taxonomy>,
+) -> Result<LoadedCase, Vec<Error>> {
     let text = std::fs::read_to_string(path).map_err(|source| {
         vec![Error::Read {
             path: path.to_path_buf(),
@@ -148,6 +170,20 @@ fn load_placed(path: &Path, folder: Option<&str>) -> Result<LoadedCase, Vec<Erro
         .unwrap_or_default()
         .to_string();
     let case = parse_str(path, &text, &stem)?;
+    if let Some(message) = taxonomy.and_then(|t| t.check(&case.features)) {
+        let anchor = if case.features.is_empty() {
+            "name"
+        } else {
+            "features"
+        };
+        let (line, column) = Anchor::TopKey(anchor).locate(&text);
+        return Err(vec![Error::Invalid {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message,
+        }]);
+    }
     let area = match (folder, case.area.as_deref()) {
         (Some(folder), Some(declared)) if folder != declared => {
             let (line, column) = Anchor::TopKey("area").locate(&text);
@@ -465,6 +501,62 @@ steps:
         assert_eq!(loaded.errors.len(), 2, "{:?}", loaded.errors);
         assert!(loaded.errors[0].to_string().contains("bad1.yaml:16:5"));
         assert!(loaded.errors[1].to_string().contains("bad2.yaml:1:"));
+    }
+
+    #[test]
+    fn with_a_taxonomy_every_case_names_known_features() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("features.yaml"),
+            "features:\n  - {name: pod.run, description: runs}\n",
+        )
+        .unwrap();
+        let area = dir.path().join("area");
+        std::fs::create_dir(&area).unwrap();
+        let with = |name: &str, features: &str| {
+            GOOD.replace("name: good", &format!("name: {name}"))
+                .replace("timeout:", &format!("{features}timeout:"))
+        };
+        std::fs::write(
+            area.join("good.yaml"),
+            with("good", "features: [pod.run]\n"),
+        )
+        .unwrap();
+        std::fs::write(area.join("none.yaml"), with("none", "")).unwrap();
+        std::fs::write(
+            area.join("odd.yaml"),
+            with("odd", "features: [pod.run, pod.fly]\n"),
+        )
+        .unwrap();
+        let loaded = load_dir(dir.path());
+        assert_eq!(loaded.cases.len(), 1, "{:?}", loaded.errors);
+        let errors: Vec<String> = loaded.errors.iter().map(|e| e.to_string()).collect();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("none.yaml:1:1: no `features`")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("odd.yaml:")
+                    && e.contains("features not in features.yaml: pod.fly")),
+            "{errors:?}"
+        );
+        std::fs::write(
+            dir.path().join("features.yaml"),
+            "features:\n  - {name: run, description: x}\n",
+        )
+        .unwrap();
+        let loaded = load_dir(dir.path());
+        assert!(
+            loaded.errors[0]
+                .to_string()
+                .contains("features.yaml:2:1: feature `run`: expected `group.what`"),
+            "{:?}",
+            loaded.errors
+        );
     }
 
     #[test]

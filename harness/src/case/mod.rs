@@ -1,6 +1,7 @@
 //! The case format: typed vocabulary ([`model`], [`pattern`]), durations and the loader.
 
 pub mod duration;
+pub mod features;
 pub mod load;
 mod locate;
 mod manifest;

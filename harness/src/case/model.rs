@@ -34,6 +34,10 @@ pub struct Case {
     /// Free-form tags for `--tag` filtering (e.g. `conformance`, `slow`).
     #[serde(default)]
     pub tags: BTreeSet<String>,
+    /// The features the case exercises, from the cases directory's taxonomy
+    /// ([`features`](super::features)): what the compatibility matrix shows.
+    #[serde(default)]
+    pub features: Vec<String>,
     /// What the setup must provide; a case whose needs are not met is ignored with the reason.
     #[serde(default)]
     pub requires: BTreeSet<Requirement>,
