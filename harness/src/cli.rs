@@ -32,6 +32,22 @@ pub enum Command {
     List(ListArgs),
     /// Validate case files; print every error with file:line:column.
     Check(CheckArgs),
+    /// The compatibility matrix of result bundles (`run --out`), as Markdown.
+    Matrix(MatrixArgs),
+}
+
+/// `nodeconform matrix`.
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    /// The cases directory, whose `features.yaml` orders and describes the rows.
+    #[arg(long, default_value_os_t = default_cases_dir())]
+    pub cases: PathBuf,
+    /// Write the matrix to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Result bundles, one column each, in this order.
+    #[arg(required = true, value_name = "BUNDLE")]
+    pub bundles: Vec<PathBuf>,
 }
 
 /// `nodeconform run`.
@@ -84,6 +100,17 @@ pub struct RunArgs {
     /// others are then reported as not run.
     #[arg(long)]
     pub no_gate: bool,
+    /// Also write the results as a bundle into this directory: `agent.yaml`,
+    /// `results.json`, `junit.xml`, `log.txt` (what `nodeconform matrix` reads).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// The agent's name in the bundle (default: `kubelet`, the agent command's
+    /// program, `nodeconform reference agent`).
+    #[arg(long, value_name = "NAME")]
+    pub agent_name: Option<String>,
+    /// The agent's version in the bundle (default: the nodes' `kubeletVersion`).
+    #[arg(long, value_name = "VERSION")]
+    pub agent_version: Option<String>,
     /// Run cases whose `area::name` contains any of these.
     pub filter: Vec<String>,
 }
@@ -177,6 +204,9 @@ pub enum Error {
     /// `nodeconform up` failed.
     #[error(transparent)]
     Up(#[from] crate::up::Error),
+    /// A result bundle could not be written or read.
+    #[error(transparent)]
+    Bundle(#[from] crate::report::bundle::BundleError),
     /// `--emulate-version` with a backend that brings its own API server.
     #[error(
         "--emulate-version applies to the embedded backend only (the {backend} backend's API server has its own version)"
@@ -239,9 +269,36 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             Ok(0)
         }
+        Command::Matrix(args) => matrix(&args),
         Command::Run(args) => run_cases(args).await,
         Command::Up(args) => up(args).await,
     }
+}
+
+fn matrix(args: &MatrixArgs) -> Result<ExitCode, Error> {
+    let taxonomy = crate::case::features::Taxonomy::load(&args.cases)
+        .map_err(crate::case::load::Error::from)
+        .map_err(|e| {
+            eprintln!("{e}");
+            Error::BrokenCases { count: 1 }
+        })?
+        .unwrap_or_default();
+    let bundles = args
+        .bundles
+        .iter()
+        .map(|dir| crate::report::bundle::read(dir))
+        .collect::<Result<Vec<_>, _>>()?;
+    let text = crate::matrix::markdown::render(&crate::matrix::build(&taxonomy, &bundles));
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, text).map_err(|source| crate::report::bundle::BundleError::Io {
+                path: path.clone(),
+                source,
+            })?
+        }
+        None => print!("{text}"),
+    }
+    Ok(0)
 }
 
 async fn up(args: UpArgs) -> Result<ExitCode, Error> {
@@ -424,6 +481,31 @@ async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
         .await;
     runner.nodes.release_all().await;
     cluster.teardown().await;
+    if let Some(dir) = &args.out {
+        let spec = runner.nodes.spec();
+        let versions: std::collections::BTreeSet<&str> = report
+            .cases
+            .iter()
+            .filter_map(|c| c.kubelet_version.as_deref())
+            .collect();
+        let agent = report::bundle::AgentInfo {
+            name: args.agent_name.clone().unwrap_or_else(|| spec.name()),
+            version: args
+                .agent_version
+                .clone()
+                .unwrap_or_else(|| versions.into_iter().collect::<Vec<_>>().join(", ")),
+            setup: spec.describe(),
+            backend: args.backend.as_str().to_owned(),
+            nodeconform: env!("CARGO_PKG_VERSION").to_owned(),
+            date: k8s_openapi::jiff::Timestamp::now()
+                .round(k8s_openapi::jiff::Unit::Second)
+                .map(|t| t.to_string())
+                .unwrap_or_default(),
+            host: report::bundle::host(),
+        };
+        report::bundle::write(dir, &report, &agent)?;
+        eprintln!("results written to {}", dir.display());
+    }
     match args.format {
         Format::Human => print!("{}", report::human::footer(&report)),
         Format::Junit => println!("{}", report::junit::render(&report)),

@@ -31,6 +31,7 @@ pub mod cli;
 pub mod control;
 pub mod expect;
 pub mod logs;
+pub mod matrix;
 pub mod report;
 pub mod runner;
 pub mod up;

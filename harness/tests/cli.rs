@@ -192,3 +192,74 @@ fn emulate_version_is_checked_before_anything_runs() {
     ]);
     assert_eq!(code, 0, "{stderr}");
 }
+
+#[test]
+fn a_run_writes_a_bundle_and_the_matrix_puts_bundles_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("reference");
+    let (code, _, stderr) = nodeconform(&[
+        "run",
+        "--out",
+        first.to_str().unwrap(),
+        "--agent-version",
+        "v0-test",
+        "pods::runs-a-pod",
+        "lifecycle::always-running",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let agent = std::fs::read_to_string(first.join("agent.yaml")).unwrap();
+    assert!(
+        agent.contains("name: nodeconform reference agent"),
+        "{agent}"
+    );
+    assert!(agent.contains("version: v0-test"), "{agent}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(first.join("results.json")).unwrap())
+            .unwrap();
+    let gate = &results["cases"][1];
+    assert_eq!(gate["name"], "pods::runs-a-pod");
+    assert_eq!(gate["features"], serde_json::json!(["pod.run"]));
+    assert!(first.join("junit.xml").is_file() && first.join("log.txt").is_file());
+
+    // The same results with one case failed, as another agent's.
+    let second = dir.path().join("other");
+    std::fs::create_dir(&second).unwrap();
+    std::fs::write(
+        second.join("agent.yaml"),
+        agent.replace("nodeconform reference agent", "other agent"),
+    )
+    .unwrap();
+    let mut failed = results.clone();
+    failed["cases"][0]["outcome"] = "failed".into();
+    std::fs::write(second.join("results.json"), failed.to_string()).unwrap();
+
+    let (code, markdown, stderr) =
+        nodeconform(&["matrix", first.to_str().unwrap(), second.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        markdown
+            .contains("| feature | nodeconform reference agent v0-test | other agent v0-test |"),
+        "{markdown}"
+    );
+    let row = |name: &str| {
+        markdown
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{name}`")))
+            .unwrap_or_else(|| panic!("row {name} in\n{markdown}"))
+            .to_owned()
+    };
+    assert!(
+        row("pod.run").ends_with("| ✅ 1 | ✅ 1 |"),
+        "{}",
+        row("pod.run")
+    );
+    assert!(
+        row("restart.always").ends_with("| ✅ 1 | ❌ 1 of 1: `lifecycle::always-running` |"),
+        "{}",
+        row("restart.always")
+    );
+
+    let (code, _, stderr) = nodeconform(&["matrix", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("agent.yaml"), "{stderr}");
+}

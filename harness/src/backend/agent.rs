@@ -4,7 +4,7 @@
 //! fake-cri on private unix sockets, so cases are isolated and node-wide faults touch no other
 //! case. With `--node` all cases share that node and runtime faults are unavailable.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -33,6 +33,22 @@ pub enum AgentSpec {
 }
 
 impl AgentSpec {
+    /// A short name for the agent, for a result bundle and the matrix: the
+    /// reference agent, `kubelet`, an agent command's program, a node's name.
+    pub fn name(&self) -> String {
+        let program = |path: &str| {
+            Path::new(path)
+                .file_name()
+                .map_or_else(|| path.to_owned(), |n| n.to_string_lossy().into_owned())
+        };
+        match self {
+            AgentSpec::Reference => "nodeconform reference agent".into(),
+            AgentSpec::Command(t) => program(t.split_whitespace().next().unwrap_or(t)),
+            AgentSpec::Kubelet(_) => "kubelet".into(),
+            AgentSpec::Existing(n) => format!("node {n}"),
+        }
+    }
+
     /// For report headers.
     pub fn describe(&self) -> String {
         match self {

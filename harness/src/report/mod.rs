@@ -1,15 +1,16 @@
 //! What a run produced: per-case results, and the three formats (human, JUnit XML, JSON).
 
+pub mod bundle;
 pub mod human;
 pub mod json;
 pub mod junit;
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The outcome of one case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     /// Every step and invariant held.
@@ -21,7 +22,7 @@ pub enum Outcome {
 }
 
 /// The result of one case.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CaseReport {
     /// `area::name`.
@@ -33,34 +34,74 @@ pub struct CaseReport {
     /// Passed, failed or ignored.
     pub outcome: Outcome,
     /// Why it was ignored.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Wall time of the case.
-    #[serde(serialize_with = "ser_ms", rename = "durationMs")]
+    #[serde(
+        serialize_with = "ser_ms",
+        deserialize_with = "de_ms",
+        rename = "durationMs"
+    )]
     pub duration: Duration,
     /// What went wrong: the unmet expectation, broken invariants, errors.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<String>,
     /// Every state the watch delivered, one line each, times relative to the case start.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<String>,
     /// The last lines of the agent's log.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_log: Vec<String>,
     /// The node the case ran on.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
     /// The namespace the case ran in.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The features the case exercises (see [`crate::case::features`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<String>,
+    /// The upstream tests it mirrors, by their full names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upstream: Vec<String>,
+    /// What the node reported as its kubelet's version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubelet_version: Option<String>,
+}
+
+impl CaseReport {
+    /// A report of `loaded`, passed so far.
+    pub fn of(loaded: &crate::case::LoadedCase) -> Self {
+        let case = &loaded.case;
+        CaseReport {
+            name: loaded.id.to_string(),
+            area: loaded.id.area.clone(),
+            description: case.description.clone(),
+            outcome: Outcome::Passed,
+            reason: None,
+            duration: Duration::ZERO,
+            failures: Vec::new(),
+            timeline: Vec::new(),
+            agent_log: Vec::new(),
+            node: None,
+            namespace: None,
+            features: case.features.clone(),
+            upstream: case.upstream.iter().map(|u| u.test.clone()).collect(),
+            kubelet_version: None,
+        }
+    }
 }
 
 fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_millis() as u64)
 }
 
+fn de_ms<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    u64::deserialize(d).map(Duration::from_millis)
+}
+
 /// The result of a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunReport {
     /// The cluster backend.
@@ -70,7 +111,11 @@ pub struct RunReport {
     /// Every case, sorted by name.
     pub cases: Vec<CaseReport>,
     /// Wall time of the run.
-    #[serde(serialize_with = "ser_ms", rename = "durationMs")]
+    #[serde(
+        serialize_with = "ser_ms",
+        deserialize_with = "de_ms",
+        rename = "durationMs"
+    )]
     pub duration: Duration,
     /// Whether Ctrl-C stopped the run early.
     pub interrupted: bool,
@@ -151,6 +196,9 @@ pub(crate) fn sample() -> RunReport {
                 agent_log: vec!["INFO agent: synced pod <p>".into()],
                 node: Some("n1".into()),
                 namespace: Some("nc-1".into()),
+                features: vec!["deletion.graceful".into()],
+                upstream: vec!["[sig-node] Pods should be submitted and removed".into()],
+                kubelet_version: Some("v1.36.2".into()),
             },
             CaseReport {
                 name: "lifecycle::exit".into(),
@@ -164,6 +212,9 @@ pub(crate) fn sample() -> RunReport {
                 agent_log: vec![],
                 node: Some("n2".into()),
                 namespace: Some("nc-2".into()),
+                features: vec!["restart.never".into()],
+                upstream: vec![],
+                kubelet_version: Some("v1.36.2".into()),
             },
             CaseReport {
                 name: "node::runtime-down".into(),
@@ -177,6 +228,9 @@ pub(crate) fn sample() -> RunReport {
                 agent_log: vec![],
                 node: None,
                 namespace: None,
+                features: vec![],
+                upstream: vec![],
+                kubelet_version: None,
             },
         ],
         duration: Duration::from_secs(3),

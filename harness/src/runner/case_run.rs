@@ -96,19 +96,7 @@ pub async fn run(
 ) -> CaseReport {
     let start = Instant::now();
     let case = &loaded.case;
-    let mut report = CaseReport {
-        name: loaded.id.to_string(),
-        area: loaded.id.area.clone(),
-        description: case.description.clone(),
-        outcome: Outcome::Passed,
-        reason: None,
-        duration: Duration::ZERO,
-        failures: Vec::new(),
-        timeline: Vec::new(),
-        agent_log: Vec::new(),
-        node: None,
-        namespace: None,
-    };
+    let mut report = CaseReport::of(loaded);
     let node = match nodes.acquire(&loaded.id.to_string()).await {
         Ok(n) => n,
         Err(e) => {
@@ -120,6 +108,7 @@ pub async fn run(
     };
     report.node = Some(node.name.clone());
     let kubelet = kubelet_version(client, &node.name).await;
+    report.kubelet_version = Some(kubelet.clone()).filter(|v| !v.is_empty());
     let admitted = case.versions().admits(&kubelet);
     if let Err(reason) = admitted.and_then(|()| case.versions().admits_server(server)) {
         nodes.release(node).await;

@@ -9,7 +9,6 @@ pub mod recorder;
 mod streams;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::time::Instant;
@@ -89,17 +88,9 @@ fn host_apparmor(harness_node: bool) -> Option<bool> {
 
 fn ignored(case: &LoadedCase, reason: String) -> CaseReport {
     CaseReport {
-        name: case.id.to_string(),
-        area: case.id.area.clone(),
-        description: case.case.description.clone(),
         outcome: Outcome::Ignored,
         reason: Some(reason),
-        duration: Duration::ZERO,
-        failures: Vec::new(),
-        timeline: Vec::new(),
-        agent_log: Vec::new(),
-        node: None,
-        namespace: None,
+        ..CaseReport::of(case)
     }
 }
 
