@@ -32,8 +32,17 @@ pub enum Command {
     List(ListArgs),
     /// Validate case files; print every error with file:line:column.
     Check(CheckArgs),
-    /// The compatibility matrix of result bundles (`run --out`), as Markdown.
+    /// The compatibility matrix of result bundles (`run --out`), as Markdown or one HTML page.
     Matrix(MatrixArgs),
+}
+
+/// The matrix's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MatrixFormat {
+    /// Markdown tables.
+    Markdown,
+    /// One HTML page, nothing fetched.
+    Html,
 }
 
 /// `nodeconform matrix`.
@@ -45,6 +54,10 @@ pub struct MatrixArgs {
     /// Write the matrix to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Markdown (for READMEs) or one self-contained HTML page, with the failing
+    /// cases' pod states drawn.
+    #[arg(long, value_enum, default_value_t = MatrixFormat::Markdown)]
+    pub format: MatrixFormat,
     /// Result bundles, one column each, in this order.
     #[arg(required = true, value_name = "BUNDLE")]
     pub bundles: Vec<PathBuf>,
@@ -288,7 +301,11 @@ fn matrix(args: &MatrixArgs) -> Result<ExitCode, Error> {
         .iter()
         .map(|dir| crate::report::bundle::read(dir))
         .collect::<Result<Vec<_>, _>>()?;
-    let text = crate::matrix::markdown::render(&crate::matrix::build(&taxonomy, &bundles));
+    let matrix = crate::matrix::build(&taxonomy, &bundles);
+    let text = match args.format {
+        MatrixFormat::Markdown => crate::matrix::markdown::render(&matrix),
+        MatrixFormat::Html => crate::matrix::html::render(&matrix, &bundles),
+    };
     match &args.out {
         Some(path) => {
             std::fs::write(path, text).map_err(|source| crate::report::bundle::BundleError::Io {

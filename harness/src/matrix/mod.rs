@@ -3,6 +3,7 @@
 //! upstream test, each cell saying whether that agent passed, failed or did
 //! not run the cases behind it. [`markdown`] renders it for READMEs.
 
+pub mod html;
 pub mod markdown;
 
 use std::collections::BTreeMap;
