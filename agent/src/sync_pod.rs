@@ -124,8 +124,10 @@ pub struct PodState {
     /// Turns true when the pod's worker is asked to kill it.
     kill_requested: Option<watch::Receiver<bool>>,
     /// Containers a failed probe killed that are to be started again whatever their
-    /// exit code (taken by the next start of each).
-    restart_after_kill: std::collections::HashSet<String>,
+    /// exit code (taken by the next start of each), with the end of the run before
+    /// the killed one, if any: the kubelet decides the restart's back-off from the
+    /// status it read before the kill, where the killed run was still running.
+    restart_after_kill: std::collections::HashMap<String, Option<i64>>,
     /// The resources each container was created or last resized with.
     actuated: resize::Actuated,
 }
@@ -147,7 +149,7 @@ impl PodState {
             ),
             deadline_reported: false,
             kill_requested: None,
-            restart_after_kill: std::collections::HashSet::new(),
+            restart_after_kill: std::collections::HashMap::new(),
             actuated: resize::Actuated::default(),
         }
     }
@@ -365,7 +367,12 @@ async fn sync_running(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime
         // `computePodActions` puts a container its probe killed among those to start,
         // whatever its exit code: an OnFailure pod restarts it too.
         if plan.restarts() || sidecar(&kill.name) {
-            state.restart_after_kill.insert(kill.name.clone());
+            let before = rt
+                .containers
+                .iter()
+                .find(|c| c.name == kill.name && c.state == runtime::ContainerState::Exited)
+                .map(|c| c.finished_at);
+            state.restart_after_kill.insert(kill.name.clone(), before);
         }
         killed = true;
     }

@@ -168,7 +168,7 @@ pub(super) async fn converge(
                 Some(_) => {
                     changed.contains(c)
                         || resize_restarts.contains(c)
-                        || state.restart_after_kill.contains(&c.name)
+                        || state.restart_after_kill.contains_key(&c.name)
                         || pod_status::should_restart(c, pod, rt)
                 }
             })

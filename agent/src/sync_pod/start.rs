@@ -176,14 +176,22 @@ pub(super) async fn start(
                 c.restart_count + i32::from(c.container_id.is_some())
             }),
     };
-    if let Some(prev) = previous.filter(|p| p.state == ContainerState::Exited) {
+    // `doBackOff`: from the end of the latest exited run in the status the sync
+    // read; after a probe kill that is the run before the killed one.
+    let exited = match state.restart_after_kill.get(&container.name) {
+        Some(before_kill) => *before_kill,
+        None => previous
+            .filter(|p| p.state == ContainerState::Exited)
+            .map(|p| p.finished_at),
+    };
+    if let Some(finished_at) = exited {
         // `GetStableKey`: with the spec hash, so a new image starts without back-off.
         let key = format!(
             "{name}_{namespace}_{uid}_{}_{:x}",
             container.name,
             runtime::container_hash(container)
         );
-        let event = instant_of(prev.finished_at);
+        let event = instant_of(finished_at);
         if state.crash.is_in_backoff_since(&key, event, now) {
             let delay = state.crash.get(&key);
             ctx.events.pod(
