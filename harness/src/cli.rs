@@ -24,7 +24,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the cases against a cluster and an agent.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Start a single-node cluster (API server double + fake-cri + an agent) for kubectl;
     /// runs until Ctrl-C.
     Up(UpArgs),
@@ -124,6 +124,10 @@ pub struct RunArgs {
     /// The agent's version in the bundle (default: the nodes' `kubeletVersion`).
     #[arg(long, value_name = "VERSION")]
     pub agent_version: Option<String>,
+    /// Features the agent does not support (`unsupported: [{feature, reason}]`): a
+    /// case that fails on one is reported as unsupported, not failed.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
     /// Run cases whose `area::name` contains any of these.
     pub filter: Vec<String>,
 }
@@ -220,6 +224,12 @@ pub enum Error {
     /// A result bundle could not be written or read.
     #[error(transparent)]
     Bundle(#[from] crate::report::bundle::BundleError),
+    /// The profile is broken.
+    #[error(transparent)]
+    Profile(#[from] crate::profile::ProfileError),
+    /// The feature taxonomy is broken.
+    #[error(transparent)]
+    Taxonomy(#[from] crate::case::features::TaxonomyError),
     /// `--emulate-version` with a backend that brings its own API server.
     #[error(
         "--emulate-version applies to the embedded backend only (the {backend} backend's API server has its own version)"
@@ -283,19 +293,13 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(0)
         }
         Command::Matrix(args) => matrix(&args),
-        Command::Run(args) => run_cases(args).await,
+        Command::Run(args) => run_cases(*args).await,
         Command::Up(args) => up(args).await,
     }
 }
 
 fn matrix(args: &MatrixArgs) -> Result<ExitCode, Error> {
-    let taxonomy = crate::case::features::Taxonomy::load(&args.cases)
-        .map_err(crate::case::load::Error::from)
-        .map_err(|e| {
-            eprintln!("{e}");
-            Error::BrokenCases { count: 1 }
-        })?
-        .unwrap_or_default();
+    let taxonomy = crate::case::features::Taxonomy::load(&args.cases)?.unwrap_or_default();
     let bundles = args
         .bundles
         .iter()
@@ -391,6 +395,13 @@ async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
     if selected.is_empty() {
         return Err(Error::NothingSelected);
     }
+    let profile = match &args.profile {
+        Some(path) => {
+            let taxonomy = crate::case::features::Taxonomy::load(&args.cases)?.unwrap_or_default();
+            Some(crate::profile::Profile::load(path, &taxonomy)?)
+        }
+        None => None,
+    };
     if let Some(kubelet) = &args.kubelet {
         crate::backend::kubelet::check_binary(kubelet).map_err(|reason| Error::Kubelet {
             path: kubelet.clone(),
@@ -468,6 +479,7 @@ async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
         jobs,
         janitor: Arc::new(Janitor::default()),
         gate: !args.no_gate,
+        profile,
     };
     let header = report::human::header(
         selected.len(),
@@ -512,6 +524,11 @@ async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
                 .clone()
                 .unwrap_or_else(|| versions.into_iter().collect::<Vec<_>>().join(", ")),
             setup: spec.describe(),
+            unsupported: runner
+                .profile
+                .as_ref()
+                .map(|p| p.unsupported.clone())
+                .unwrap_or_default(),
             backend: args.backend.as_str().to_owned(),
             nodeconform: env!("CARGO_PKG_VERSION").to_owned(),
             date: k8s_openapi::jiff::Timestamp::now()

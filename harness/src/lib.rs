@@ -32,6 +32,7 @@ pub mod control;
 pub mod expect;
 pub mod logs;
 pub mod matrix;
+pub mod profile;
 pub mod report;
 pub mod runner;
 pub mod up;

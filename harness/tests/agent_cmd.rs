@@ -77,6 +77,7 @@ async fn runner_with(agent: &Path) -> (Cluster, Runner) {
         jobs: 1,
         janitor: Arc::new(Janitor::default()),
         gate: true,
+        profile: None,
     };
     (cluster, runner)
 }

@@ -162,7 +162,7 @@ fn run_case(
         &env.server,
     ));
     match result.outcome {
-        Outcome::Passed | Outcome::Ignored => Ok(()),
+        Outcome::Passed | Outcome::Ignored | Outcome::Unsupported => Ok(()),
         Outcome::Failed => {
             let report = RunReport {
                 backend: "embedded".into(),
@@ -170,6 +170,7 @@ fn run_case(
                 cases: vec![result],
                 duration: std::time::Duration::ZERO,
                 interrupted: false,
+                profile_notes: Vec::new(),
             };
             let text = report::human::footer(&report);
             let details = text.split("\nfailures:\n").nth(1).unwrap_or(&text).trim();

@@ -19,6 +19,7 @@ td.cell { white-space: nowrap; }
 .passed { background: #dafbe1; }
 .failed { background: #ffebe9; }
 .not-run { background: #f6f8fa; color: #57606a; }
+.unsupported { background: #fff8c5; }
 td.absent { color: #8c959f; }
 small { color: #57606a; }
 section.failure { border-top: 1px solid #d0d7de; margin-top: 1.5em; }
@@ -41,7 +42,7 @@ pub fn render(matrix: &Matrix, bundles: &[Bundle]) -> String {
             escape(&column.dir)
         );
     }
-    out.push_str("</ol>\n<p class=\"legend\"><span class=\"passed\">✓ every case behind the row passed (how many)</span> · <span class=\"failed\">✗ failed (which)</span> · <span class=\"not-run\">not run (requirements unmet, a newer kubelet's behaviour, or the start gate failed)</span> · — no case</p>\n");
+    out.push_str("</ol>\n<p class=\"legend\"><span class=\"passed\">✓ every case behind the row passed (how many)</span> · <span class=\"failed\">✗ failed (which)</span> · <span class=\"unsupported\">declared unsupported: failed on a feature the agent's profile declares unsupported</span> · <span class=\"not-run\">not run (requirements unmet, a newer kubelet's behaviour, or the start gate failed)</span> · — no case</p>\n");
     out.push_str("<h2>Features</h2>\n");
     table(
         &mut out,
@@ -131,6 +132,10 @@ fn cell_html(out: &mut String, column: usize, cell: &Tally) {
                 format!("✗ {} of {total}: {}", cell.failed.len(), links.join(", ")),
             )
         }
+        Verdict::Unsupported => (
+            "unsupported",
+            format!("declared unsupported ({})", cell.unsupported),
+        ),
         Verdict::NotRun => ("not-run", "not run".to_owned()),
         Verdict::Absent => ("absent", "—".to_owned()),
     };

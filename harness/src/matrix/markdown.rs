@@ -23,7 +23,7 @@ pub fn render(matrix: &Matrix) -> String {
         );
     }
     out.push_str(
-        "\n✅ every case behind the row passed (how many) · ❌ failed (which) · ⏭ not run (requirements unmet, a newer kubelet's behaviour, or the start gate failed) · — no case\n",
+        "\n✅ every case behind the row passed (how many) · ❌ failed (which) · 🚫 failed on a feature the agent's profile declares unsupported · ⏭ not run (requirements unmet, a newer kubelet's behaviour, or the start gate failed) · — no case\n",
     );
     let header = |out: &mut String, first: &str| {
         let _ = write!(out, "\n| {first} |");
@@ -80,6 +80,7 @@ fn cell_text(cell: &Tally) -> String {
             }
             format!("❌ {} of {total}: {}", cell.failed.len(), names.join(", "))
         }
+        Verdict::Unsupported => format!("🚫 declared unsupported ({})", cell.unsupported),
         Verdict::NotRun => "⏭".into(),
         Verdict::Absent => "—".into(),
     }
@@ -101,6 +102,7 @@ mod tests {
             passed,
             failed: failed.iter().map(|f| (*f).to_owned()).collect(),
             not_run,
+            unsupported: 0,
         };
         let matrix = Matrix {
             columns: vec![

@@ -21,6 +21,8 @@ pub struct Tally {
     pub failed: Vec<String>,
     /// Cases not run (their `requires` unmet, a newer kubelet's behaviour, the gate).
     pub not_run: usize,
+    /// Cases that failed on a feature the agent declares unsupported.
+    pub unsupported: usize,
 }
 
 /// A cell's verdict.
@@ -30,6 +32,8 @@ pub enum Verdict {
     Passed,
     /// At least one failed.
     Failed,
+    /// None failed but some on a feature the agent declares unsupported.
+    Unsupported,
     /// None ran.
     NotRun,
     /// No case of the bundle is behind it.
@@ -42,6 +46,7 @@ impl Tally {
             Outcome::Passed => self.passed += 1,
             Outcome::Failed => self.failed.push(case.name.clone()),
             Outcome::Ignored => self.not_run += 1,
+            Outcome::Unsupported => self.unsupported += 1,
         }
     }
 
@@ -49,6 +54,8 @@ impl Tally {
     pub fn verdict(&self) -> Verdict {
         if !self.failed.is_empty() {
             Verdict::Failed
+        } else if self.unsupported > 0 {
+            Verdict::Unsupported
         } else if self.passed > 0 {
             Verdict::Passed
         } else if self.not_run > 0 {
@@ -102,10 +109,19 @@ pub fn build(taxonomy: &Taxonomy, bundles: &[Bundle]) -> Matrix {
             title: format!("{} {}", b.agent.name, b.agent.version)
                 .trim()
                 .to_owned(),
-            detail: format!(
-                "{}, {} backend, nodeconform {}, {}, {}",
-                b.agent.setup, b.agent.backend, b.agent.nodeconform, b.agent.date, b.agent.host
-            ),
+            detail: {
+                let mut detail = format!(
+                    "{}, {} backend, nodeconform {}, {}, {}",
+                    b.agent.setup, b.agent.backend, b.agent.nodeconform, b.agent.date, b.agent.host
+                );
+                for declared in &b.agent.unsupported {
+                    detail.push_str(&format!(
+                        "; declares {} unsupported ({})",
+                        declared.feature, declared.reason
+                    ));
+                }
+                detail
+            },
             dir: b.dir.display().to_string(),
         })
         .collect();
@@ -182,6 +198,7 @@ mod tests {
                 name: name.into(),
                 version: "v1".into(),
                 setup: "s".into(),
+                unsupported: vec![],
                 backend: "embedded".into(),
                 nodeconform: "0.1.0".into(),
                 date: "d".into(),

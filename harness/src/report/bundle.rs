@@ -34,6 +34,9 @@ pub struct AgentInfo {
     pub version: String,
     /// How the harness ran it (`kubelet /path + fake-cri`).
     pub setup: String,
+    /// What its profile declared unsupported (`--profile`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsupported: Vec<crate::profile::Unsupported>,
     /// The backend (`embedded`, `kind`, `kubeconfig`).
     pub backend: String,
     /// The nodeconform release that ran the cases.
@@ -152,6 +155,7 @@ mod tests {
             name: "kubelet".into(),
             version: "v1.36.2".into(),
             setup: "kubelet /k + fake-cri".into(),
+            unsupported: vec![],
             backend: "embedded".into(),
             nodeconform: "0.1.0".into(),
             date: "2026-11-26T15:30:00Z".into(),

@@ -30,6 +30,12 @@ pub fn line(case: &CaseReport) -> String {
             case.name,
             case.reason.as_deref().unwrap_or("")
         ),
+        Outcome::Unsupported => format!(
+            "test {} ... unsupported, {} ({:.1}s)",
+            case.name,
+            case.reason.as_deref().unwrap_or(""),
+            case.duration.as_secs_f64()
+        ),
     }
 }
 
@@ -69,6 +75,9 @@ pub fn footer(report: &RunReport) -> String {
         for c in &failed {
             let _ = writeln!(out, "    {}", c.name);
         }
+    }
+    for note in &report.profile_notes {
+        let _ = writeln!(out, "\nprofile: {note}");
     }
     out.push('\n');
     let _ = writeln!(

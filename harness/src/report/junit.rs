@@ -25,7 +25,7 @@ pub fn render(report: &RunReport) -> String {
         for c in report.cases.iter().filter(|c| c.area == area) {
             let status = match c.outcome {
                 Outcome::Passed => TestCaseStatus::success(),
-                Outcome::Ignored => {
+                Outcome::Ignored | Outcome::Unsupported => {
                     let mut s = TestCaseStatus::skipped();
                     if let Some(r) = &c.reason {
                         s.set_message(xml_safe(r));

@@ -19,6 +19,8 @@ pub enum Outcome {
     Failed,
     /// Not run: the setup cannot meet the case's `requires` (see `reason`).
     Ignored,
+    /// Failed, on a feature the agent's profile declares unsupported (see `reason`).
+    Unsupported,
 }
 
 /// The result of one case.
@@ -119,16 +121,20 @@ pub struct RunReport {
     pub duration: Duration,
     /// Whether Ctrl-C stopped the run early.
     pub interrupted: bool,
+    /// What the run says of the profile's declarations (features declared
+    /// unsupported whose cases all passed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profile_notes: Vec<String>,
 }
 
 impl RunReport {
-    /// Counts of (passed, failed, ignored).
+    /// Counts of (passed, failed, ignored); declared unsupported counts as ignored.
     pub fn counts(&self) -> (usize, usize, usize) {
         let count = |o| self.cases.iter().filter(|c| c.outcome == o).count();
         (
             count(Outcome::Passed),
             count(Outcome::Failed),
-            count(Outcome::Ignored),
+            count(Outcome::Ignored) + count(Outcome::Unsupported),
         )
     }
 
@@ -152,7 +158,7 @@ impl RunReport {
             match c.outcome {
                 Outcome::Passed => a.1 += 1,
                 Outcome::Failed => a.2 += 1,
-                Outcome::Ignored => a.3 += 1,
+                Outcome::Ignored | Outcome::Unsupported => a.3 += 1,
             }
             a.4 += c.duration;
         }
@@ -235,5 +241,6 @@ pub(crate) fn sample() -> RunReport {
         ],
         duration: Duration::from_secs(3),
         interrupted: false,
+        profile_notes: Vec::new(),
     }
 }

@@ -106,6 +106,8 @@ pub struct Runner {
     pub janitor: Arc<Janitor>,
     /// Run the start gate first (see [`GATE_TAG`]).
     pub gate: bool,
+    /// The features the agent declares unsupported (`--profile`).
+    pub profile: Option<crate::profile::Profile>,
 }
 
 /// The tag of the start gate: the case that shows whether the agent can run a
@@ -146,10 +148,12 @@ impl Runner {
             .filter(|_| self.gate && runnable.len() > 1);
         if let Some(at) = gate {
             let gate = runnable.remove(at);
-            let report =
+            let mut report =
                 case_run::run(&self.client, &self.nodes, &self.janitor, gate, server).await;
-            on_done(&report);
+            // Whatever a profile declares, an agent that cannot run a pod fails the gate.
             let failed = report.outcome == Outcome::Failed;
+            self.settle(&mut report);
+            on_done(&report);
             reports.push(report);
             if failed {
                 let reason = format!(
@@ -175,7 +179,8 @@ impl Runner {
         loop {
             tokio::select! {
                 next = stream.next() => match next {
-                    Some(r) => {
+                    Some(mut r) => {
+                        self.settle(&mut r);
                         on_done(&r);
                         reports.push(r);
                     }
@@ -192,12 +197,24 @@ impl Runner {
             self.janitor.clean_all(&self.client).await;
         }
         reports.sort_by(|a, b| a.name.cmp(&b.name));
-        RunReport {
+        let mut report = RunReport {
             backend: backend.to_string(),
             agent: self.nodes.spec().describe(),
             cases: reports,
             duration: start.elapsed(),
             interrupted,
+            profile_notes: Vec::new(),
+        };
+        if let Some(profile) = &self.profile {
+            report.profile_notes = profile.contradicted(&report);
+        }
+        report
+    }
+
+    /// A failed case on a feature the profile declares unsupported is unsupported.
+    fn settle(&self, report: &mut CaseReport) {
+        if let Some(profile) = &self.profile {
+            profile.settle(report);
         }
     }
 }
