@@ -128,6 +128,9 @@ pub struct RunArgs {
     /// case that fails on one is reported as unsupported, not failed.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
+    /// Run only the cases that failed in this bundle (`--out` of an earlier run).
+    #[arg(long, value_name = "DIR", conflicts_with = "filter")]
+    pub rerun_failed: Option<PathBuf>,
     /// Run cases whose `area::name` contains any of these.
     pub filter: Vec<String>,
 }
@@ -385,12 +388,28 @@ fn check(args: &CheckArgs) -> Result<ExitCode, Error> {
 
 async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
     let cases = load(&args.cases)?;
-    let selection = Selection {
+    let mut selection = Selection {
         filters: args.filter.clone(),
         tags: args.tags.clone(),
         skip: args.skip.clone(),
         exact: false,
     };
+    if let Some(dir) = &args.rerun_failed {
+        let bundle = crate::report::bundle::read(dir)?;
+        let failed: Vec<String> = bundle
+            .report
+            .cases
+            .iter()
+            .filter(|c| c.outcome == crate::report::Outcome::Failed)
+            .map(|c| c.name.clone())
+            .collect();
+        if failed.is_empty() {
+            eprintln!("no case failed in {}: nothing to run again", dir.display());
+            return Ok(0);
+        }
+        selection.filters = failed;
+        selection.exact = true;
+    }
     let selected: Vec<LoadedCase> = cases.into_iter().filter(|c| selection.matches(c)).collect();
     if selected.is_empty() {
         return Err(Error::NothingSelected);
@@ -493,21 +512,25 @@ async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
         eprint!("{header}");
     }
     let interrupt = interrupted();
+    let mut progress = report::human::Progress::new(selected.len());
     let report = runner
         .run(
             &selected,
             args.backend.as_str(),
             |r| {
+                progress.clear();
                 let line = report::human::line(r);
                 if human {
                     println!("{line}");
                 } else {
                     eprintln!("{line}");
                 }
+                progress.done(r);
             },
             interrupt,
         )
         .await;
+    progress.clear();
     runner.nodes.release_all().await;
     cluster.teardown().await;
     if let Some(dir) = &args.out {

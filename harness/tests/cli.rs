@@ -262,4 +262,17 @@ fn a_run_writes_a_bundle_and_the_matrix_puts_bundles_side_by_side() {
     let (code, _, stderr) = nodeconform(&["matrix", dir.path().to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(stderr.contains("agent.yaml"), "{stderr}");
+
+    // --rerun-failed runs only what failed in a bundle.
+    let (code, stdout, stderr) = nodeconform(&["run", "--rerun-failed", second.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let ran: Vec<&str> = stdout.lines().filter(|l| l.contains(" ... ")).collect();
+    assert_eq!(ran.len(), 1, "{stdout}");
+    assert!(
+        ran[0].starts_with("test lifecycle::always-running ... ok"),
+        "{stdout}"
+    );
+    let (code, _, stderr) = nodeconform(&["run", "--rerun-failed", first.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(stderr.contains("no case failed in"), "{stderr}");
 }

@@ -39,6 +39,60 @@ pub fn line(case: &CaseReport) -> String {
     }
 }
 
+/// A status line on a terminal (stderr), redrawn as cases finish: how many
+/// are done of how many, the time so far, the failures so far. Nothing when
+/// stderr is not a terminal (CI logs, pipes).
+#[derive(Debug)]
+pub struct Progress {
+    total: usize,
+    done: usize,
+    failed: usize,
+    started: std::time::Instant,
+    terminal: bool,
+}
+
+impl Progress {
+    /// Progress over `total` cases.
+    pub fn new(total: usize) -> Self {
+        use std::io::IsTerminal;
+        Self {
+            total,
+            done: 0,
+            failed: 0,
+            started: std::time::Instant::now(),
+            terminal: std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// The status after `case` finished.
+    pub fn status(&self) -> String {
+        format!(
+            "[{}/{}] {:.0}s, {} failed",
+            self.done,
+            self.total,
+            self.started.elapsed().as_secs_f64(),
+            self.failed
+        )
+    }
+
+    /// Counts a finished case and redraws the status line.
+    pub fn done(&mut self, case: &CaseReport) {
+        self.done += 1;
+        self.failed += usize::from(case.outcome == Outcome::Failed);
+        if self.terminal {
+            eprint!("{}", self.status());
+        }
+    }
+
+    /// Erases the status line (before other output).
+    pub fn clear(&self) {
+        if self.terminal {
+            // Carriage return, then erase the line.
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
 /// Failure details, the summary table and the result line.
 pub fn footer(report: &RunReport) -> String {
     let mut out = String::new();
@@ -127,6 +181,18 @@ pub fn render(report: &RunReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_counts_cases_and_failures() {
+        let report = super::super::sample();
+        let mut progress = Progress::new(3);
+        progress.terminal = false;
+        progress.done(&report.cases[0]);
+        progress.done(&report.cases[1]);
+        let status = progress.status();
+        assert!(status.starts_with("[2/3] "), "{status}");
+        assert!(status.ends_with("s, 1 failed"), "{status}");
+    }
 
     #[test]
     fn renders_lines_failures_and_table() {
