@@ -65,12 +65,7 @@ async fn serve(ctx: &Context, req: Request<Incoming>) -> Result<Response<Body>> 
     if let (Some(metrics), Some(path)) = (&ctx.metrics, crate::metrics_api::parse(req.uri().path()))
     {
         auth::check(ctx.token.as_deref(), req.headers())?;
-        if req.method() != Method::GET {
-            return Err(Error::MethodNotAllowed);
-        }
-        let query = Query::parse(req.uri().query());
-        let selector = query.get("labelSelector").unwrap_or_default();
-        return metrics.serve(ctx, path, selector).await;
+        return metrics.serve(ctx, path, &req).await;
     }
     let (parts, body) = req.into_parts();
     let route = route(parts.uri.path());
@@ -252,15 +247,10 @@ fn serve_fixed(
         Route::Health => h::bytes(200, "text/plain; charset=utf-8", "ok"),
         Route::Version => h::json(200, &discovery::version(ctx.registry.version)),
         Route::CoreVersions => h::json(200, &discovery::core_versions(&ctx.address)),
-        Route::Groups => {
-            let mut groups = discovery::groups();
-            if ctx.metrics.is_some()
-                && let Some(list) = groups["groups"].as_array_mut()
-            {
-                list.push(crate::metrics_api::api_group());
-            }
-            h::json(200, &groups)
-        }
+        Route::Groups => h::json(
+            200,
+            &crate::metrics_api::with_group(discovery::groups(), ctx.metrics.is_some()),
+        ),
         Route::Group(g) => h::json(200, &discovery::api_group(&g).ok_or(Error::NoResource)?),
         Route::Resources { group, version } => h::json(
             200,

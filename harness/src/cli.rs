@@ -534,32 +534,12 @@ async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
     runner.nodes.release_all().await;
     cluster.teardown().await;
     if let Some(dir) = &args.out {
-        let spec = runner.nodes.spec();
-        let versions: std::collections::BTreeSet<&str> = report
-            .cases
-            .iter()
-            .filter_map(|c| c.kubelet_version.as_deref())
-            .collect();
-        let agent = report::bundle::AgentInfo {
-            name: args.agent_name.clone().unwrap_or_else(|| spec.name()),
-            version: args
-                .agent_version
-                .clone()
-                .unwrap_or_else(|| versions.into_iter().collect::<Vec<_>>().join(", ")),
-            setup: spec.describe(),
-            unsupported: runner
-                .profile
-                .as_ref()
-                .map(|p| p.unsupported.clone())
-                .unwrap_or_default(),
-            backend: args.backend.as_str().to_owned(),
-            nodeconform: env!("CARGO_PKG_VERSION").to_owned(),
-            date: k8s_openapi::jiff::Timestamp::now()
-                .round(k8s_openapi::jiff::Unit::Second)
-                .map(|t| t.to_string())
-                .unwrap_or_default(),
-            host: report::bundle::host(),
-        };
+        let agent = report::bundle::AgentInfo::of_run(
+            &report,
+            runner.nodes.spec(),
+            runner.profile.as_ref(),
+            (args.agent_name.clone(), args.agent_version.clone()),
+        );
         report::bundle::write(dir, &report, &agent)?;
         eprintln!("results written to {}", dir.display());
     }

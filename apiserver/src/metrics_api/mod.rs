@@ -114,8 +114,16 @@ pub struct MetricsServer {
     kept: Mutex<HashMap<String, (Instant, History)>>,
 }
 
+/// The `/apis` group list `groups`, with this group when it is `served`.
+pub fn with_group(mut groups: Value, served: bool) -> Value {
+    if served && let Some(list) = groups["groups"].as_array_mut() {
+        list.push(api_group());
+    }
+    groups
+}
+
 /// `/apis/metrics.k8s.io`'s group, for discovery.
-pub fn api_group() -> Value {
+fn api_group() -> Value {
     let version = json!({"groupVersion": GROUP_VERSION, "version": VERSION});
     json!({
         "kind": "APIGroup",
@@ -137,9 +145,18 @@ fn resource_list() -> Value {
 }
 
 impl MetricsServer {
-    /// Answers a metrics API request.
-    pub async fn serve(&self, ctx: &Context, path: Path, selector: &str) -> Result<Response<Body>> {
-        let selector = LabelSelector::parse(selector)?;
+    /// Answers a request for `path` (GET only; `labelSelector` honoured).
+    pub async fn serve<B>(
+        &self,
+        ctx: &Context,
+        path: Path,
+        req: &hyper::Request<B>,
+    ) -> Result<Response<Body>> {
+        if req.method() != hyper::Method::GET {
+            return Err(Error::MethodNotAllowed);
+        }
+        let query = crate::request::Query::parse(req.uri().query());
+        let selector = LabelSelector::parse(query.get("labelSelector").unwrap_or_default())?;
         Ok(match path {
             Path::Group => h::json(200, &api_group()),
             Path::Resources => h::json(200, &resource_list()),

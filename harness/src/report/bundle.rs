@@ -47,6 +47,39 @@ pub struct AgentInfo {
     pub host: String,
 }
 
+impl AgentInfo {
+    /// What `report` was about: `given` name and version (`--agent-name`,
+    /// `--agent-version`) or else the agent's short name and the versions its
+    /// nodes reported; how it was run; the profile it declared; now, here.
+    pub fn of_run(
+        report: &RunReport,
+        agent: &crate::backend::AgentSpec,
+        profile: Option<&crate::profile::Profile>,
+        given: (Option<String>, Option<String>),
+    ) -> Self {
+        let versions: std::collections::BTreeSet<&str> = report
+            .cases
+            .iter()
+            .filter_map(|c| c.kubelet_version.as_deref())
+            .collect();
+        AgentInfo {
+            name: given.0.unwrap_or_else(|| agent.name()),
+            version: given
+                .1
+                .unwrap_or_else(|| versions.into_iter().collect::<Vec<_>>().join(", ")),
+            setup: agent.describe(),
+            unsupported: profile.map(|p| p.unsupported.clone()).unwrap_or_default(),
+            backend: report.backend.clone(),
+            nodeconform: env!("CARGO_PKG_VERSION").to_owned(),
+            date: k8s_openapi::jiff::Timestamp::now()
+                .round(k8s_openapi::jiff::Unit::Second)
+                .map(|t| t.to_string())
+                .unwrap_or_default(),
+            host: host(),
+        }
+    }
+}
+
 /// Why a bundle cannot be written or read.
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
