@@ -227,12 +227,9 @@ pub enum Error {
     /// A result bundle could not be written or read.
     #[error(transparent)]
     Bundle(#[from] crate::report::bundle::BundleError),
-    /// The profile is broken.
+    /// The feature taxonomy or a profile is broken.
     #[error(transparent)]
-    Profile(#[from] crate::profile::ProfileError),
-    /// The feature taxonomy is broken.
-    #[error(transparent)]
-    Taxonomy(#[from] crate::case::features::TaxonomyError),
+    File(#[from] crate::case::features::FileError),
     /// `--emulate-version` with a backend that brings its own API server.
     #[error(
         "--emulate-version applies to the embedded backend only (the {backend} backend's API server has its own version)"

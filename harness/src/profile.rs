@@ -5,11 +5,11 @@
 //! then wrong. Bundles keep the profile, so the matrix shows the declared
 //! features as such.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::case::features::Taxonomy;
+use crate::case::features::{FileError, Taxonomy};
 use crate::report::{CaseReport, Outcome, RunReport};
 
 /// A feature an agent does not support.
@@ -30,57 +30,23 @@ pub struct Profile {
     pub unsupported: Vec<Unsupported>,
 }
 
-/// Why a profile cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ProfileError {
-    /// It cannot be read.
-    #[error("{}: cannot read: {source}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// It is not a profile, or names a feature the taxonomy does not have.
-    #[error("{}:{line}:{column}: {message}", path.display())]
-    Invalid {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// What is wrong.
-        message: String,
-    },
-}
-
 impl Profile {
     /// Reads a profile, checking its features against `taxonomy`.
-    pub fn load(path: &Path, taxonomy: &Taxonomy) -> Result<Self, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+    pub fn load(path: &Path, taxonomy: &Taxonomy) -> Result<Self, FileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| FileError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        let invalid = |line, column, message| ProfileError::Invalid {
-            path: path.to_path_buf(),
-            line,
-            column,
-            message,
-        };
-        let profile: Profile = serde_yaml::from_str(&text).map_err(|e| {
-            let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
-            invalid(line, column, e.to_string())
-        })?;
+        let profile: Profile = FileError::parse(path, &text)?;
         for declared in &profile.unsupported {
             if !taxonomy.contains(&declared.feature) {
                 let line = text
                     .lines()
                     .position(|l| l.contains(&declared.feature))
                     .map_or(1, |i| i + 1);
-                return Err(invalid(
+                return Err(FileError::at_line(
+                    path,
                     line,
-                    1,
                     format!(
                         "feature `{}` is not in the cases' features.yaml",
                         declared.feature

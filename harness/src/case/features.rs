@@ -35,9 +35,9 @@ pub struct Taxonomy {
     pub features: Vec<Feature>,
 }
 
-/// Why the taxonomy cannot be read.
+/// Why a YAML file beside the cases (the taxonomy, a profile) cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum TaxonomyError {
+pub enum FileError {
     /// The file exists but cannot be read.
     #[error("{}: cannot read: {source}", path.display())]
     Read {
@@ -46,7 +46,7 @@ pub enum TaxonomyError {
         /// Why.
         source: std::io::Error,
     },
-    /// The file is not a taxonomy.
+    /// The file is not what it should be.
     #[error("{}:{line}:{column}: {message}", path.display())]
     Invalid {
         /// The file.
@@ -60,25 +60,44 @@ pub enum TaxonomyError {
     },
 }
 
+impl FileError {
+    /// What is wrong at `line` (column 1) of `path`.
+    pub(crate) fn at_line(path: &Path, line: usize, message: String) -> Self {
+        FileError::Invalid {
+            path: path.to_path_buf(),
+            line,
+            column: 1,
+            message,
+        }
+    }
+
+    /// `path` read as `T` from `text`: serde's error at its place.
+    pub(crate) fn parse<T: serde::de::DeserializeOwned>(
+        path: &Path,
+        text: &str,
+    ) -> Result<T, Self> {
+        serde_yaml::from_str(text).map_err(|e| {
+            let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
+            FileError::Invalid {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: e.to_string(),
+            }
+        })
+    }
+}
+
 impl Taxonomy {
     /// The taxonomy of cases directory `dir`; `None` when it has none.
-    pub fn load(dir: &Path) -> Result<Option<Self>, TaxonomyError> {
+    pub fn load(dir: &Path) -> Result<Option<Self>, FileError> {
         let path = dir.join(FILE);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(TaxonomyError::Read { path, source }),
+            Err(source) => return Err(FileError::Read { path, source }),
         };
-        let invalid = |line: usize, column: usize, message: String| TaxonomyError::Invalid {
-            path: path.clone(),
-            line,
-            column,
-            message,
-        };
-        let taxonomy: Taxonomy = serde_yaml::from_str(&text).map_err(|e| {
-            let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
-            invalid(line, column, e.to_string())
-        })?;
+        let taxonomy: Taxonomy = FileError::parse(&path, &text)?;
         let mut seen = std::collections::BTreeSet::new();
         for feature in &taxonomy.features {
             let well_formed = feature.name.split('.').count() >= 2
@@ -90,9 +109,9 @@ impl Taxonomy {
                 .position(|l| l.contains(&format!("name: {}", feature.name)))
                 .map_or(1, |i| i + 1);
             if !well_formed {
-                return Err(invalid(
+                return Err(FileError::at_line(
+                    &path,
                     line,
-                    1,
                     format!(
                         "feature `{}`: expected `group.what` (letters, digits, `-`)",
                         feature.name
@@ -100,9 +119,9 @@ impl Taxonomy {
                 ));
             }
             if !seen.insert(feature.name.as_str()) {
-                return Err(invalid(
+                return Err(FileError::at_line(
+                    &path,
                     line,
-                    1,
                     format!("feature `{}` is listed twice", feature.name),
                 ));
             }

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::features::{Taxonomy, TaxonomyError};
+use super::features::{FileError, Taxonomy};
 use super::locate::Anchor;
 use super::manifest::unknown_manifest_fields;
 use super::model::Case;
@@ -61,7 +61,7 @@ pub enum Error {
     },
     /// The feature taxonomy (`features.yaml`) is broken.
     #[error(transparent)]
-    Taxonomy(#[from] TaxonomyError),
+    Taxonomy(#[from] FileError),
 }
 
 /// Result of this module.
