@@ -116,7 +116,9 @@ pub type Key = (String, String, String);
 impl History {
     /// Adds a reading; containers it no longer has are forgotten.
     pub fn record(&mut self, reading: Reading) {
-        self.node_cpu.push_opt(reading.node_cpu);
+        if let Some(point) = reading.node_cpu {
+            self.node_cpu.push(point);
+        }
         self.node_memory = reading.node_memory.or(self.node_memory);
         self.container_cpu
             .retain(|k, _| reading.container_cpu.contains_key(k));
@@ -137,14 +139,6 @@ impl History {
             *self.container_cpu.get(key)?,
             self.container_memory.get(key).copied(),
         )
-    }
-}
-
-impl Pair {
-    fn push_opt(&mut self, point: Option<Point>) {
-        if let Some(point) = point {
-            self.push(point);
-        }
     }
 }
 
