@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -125,6 +126,19 @@ impl Slot {
 pub struct Done {
     /// The pod UID.
     pub uid: String,
+    /// The `startTime` of the last status the worker computed: a static pod
+    /// whose manifest came back keeps it (the kubelet's status manager keeps
+    /// its cached status until housekeeping finds the pod gone).
+    pub start_time: Option<Time>,
+}
+
+impl Done {
+    fn of(uid: &str, state: &PodState) -> Self {
+        Self {
+            uid: uid.to_owned(),
+            start_time: state.start_time(),
+        }
+    }
 }
 
 /// One worker: its mailbox and its task.
@@ -357,7 +371,7 @@ async fn run(
             // Nothing runs any more and the deletion's final status is reported
             // (the status manager finalizes it): later PLEG events and the removal
             // from the API only need the sync loop to learn that the pod is done.
-            let _ = done.send(Done { uid: uid.clone() });
+            let _ = done.send(Done::of(&uid, &state));
             continue;
         }
         phase = Phase::Terminating;
@@ -374,7 +388,7 @@ async fn run(
                     kind: Kind::Sync,
                     pod,
                 });
-                let _ = done.send(Done { uid: uid.clone() });
+                let _ = done.send(Done::of(&uid, &state));
             }
             Err(error) => {
                 tracing::warn!(pod = %runtime::pod_key(&pod), %uid, error = ?error, "killing pod failed; will retry");

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tokio::sync::{OnceCell, watch};
 use tokio::time::Instant;
 
@@ -152,6 +153,11 @@ impl PodState {
             restart_after_kill: std::collections::HashMap::new(),
             actuated: resize::Actuated::default(),
         }
+    }
+
+    /// The `startTime` of the last status computed for the pod.
+    pub fn start_time(&self) -> Option<Time> {
+        self.last_status.as_ref().and_then(|s| s.start_time.clone())
     }
 
     /// Follows the worker's kill requests: a sync stops starting containers and

@@ -21,6 +21,7 @@ use tracing::Instrument;
 
 use super::SyncLoop;
 use crate::mirror_pods::{MirrorClient, is_mirror_of};
+use crate::pod_workers::Done;
 use crate::podutil::uid;
 // A static pod and its mirror share their `namespace/name`, the kubelet's full name.
 use crate::pod_config::Op;
@@ -174,11 +175,21 @@ impl SyncLoop {
     /// A pod's worker finished terminating it: a static pod whose manifest
     /// came back starts again, and a static pod that waited for this one
     /// starts now.
-    pub(super) fn static_pod_done(&mut self, uid: &str, pod: &Pod) {
+    pub(super) fn static_pod_done(&mut self, done: &Done, pod: &Pod) {
+        let uid = done.uid.as_str();
         let name = full_name(pod);
         if self.mirrors.waiting.remove(uid) {
-            // The same pod again: a new worker, the runtime's objects kept.
+            // The same pod again: a new worker, the runtime's objects kept, and
+            // the `startTime` its status had (the kubelet's status manager
+            // still has it cached), which the new worker's first status keeps.
             self.removed.remove(uid);
+            if let Some(again) = self.pods.get_mut(uid) {
+                Arc::make_mut(again)
+                    .status
+                    .get_or_insert_default()
+                    .start_time
+                    .clone_from(&done.start_time);
+            }
             self.workers.forget_keeping_runtime(uid);
             self.status.forget(uid);
             self.dispatch(uid);

@@ -256,7 +256,7 @@ impl SyncLoop {
             self.admission.allocations.forget(&done.uid);
         }
         if let Some(pod) = pod.filter(|p| crate::pod_config::is_static(p)) {
-            self.static_pod_done(&done.uid, &pod);
+            self.static_pod_done(done, &pod);
         }
     }
 
