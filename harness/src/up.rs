@@ -1,9 +1,11 @@
-//! `nodeconform up`: the embedded backend as a standing single-node cluster. The API server
-//! double (with its minimal scheduler bound to the node, so pods need no `nodeName`), one
-//! fake-cri and one agent — the reference agent in process, `--agent-cmd` or `--kubelet` —
-//! started the way `nodeconform run` starts them (the embedded backend,
-//! [`crate::backend::node`]), a kubeconfig written, and everything kept running until
-//! SIGINT or SIGTERM.
+//! `nodeconform up`: the embedded backend as a standing cluster. The API server double
+//! (with its minimal scheduler bound to the first node, so pods need no `nodeName`), and
+//! one node or more (`--nodes N`), each a fake-cri and an agent — the reference agent in
+//! process, `--agent-cmd` or `--kubelet` — started the way `nodeconform run` starts them
+//! (the embedded backend, [`crate::backend::node`]), a kubeconfig written, and everything
+//! kept running until SIGINT or SIGTERM. With `--join KUBECONFIG` no API server is
+//! started: the nodes join the cluster that kubeconfig reaches, so one double (or a
+//! kube-apiserver) can have nodes of several agents, for `nodeconform run --all-nodes`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), nodeconform_harness::up::Error> {
@@ -54,8 +56,12 @@ impl Agent {
 /// What `up` starts.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The node name.
+    /// The node name; with more than one node, their names' prefix (`<node>-1`, …).
     pub node: String,
+    /// How many nodes.
+    pub nodes: usize,
+    /// Join the cluster this kubeconfig reaches instead of starting the API server double.
+    pub join: Option<PathBuf>,
     /// Where the kubeconfig, sockets and the agent's root go; `None`: a fresh private
     /// directory under the temporary directory, removed at the end.
     pub dir: Option<PathBuf>,
@@ -76,6 +82,8 @@ impl Options {
     pub fn new(agent: Agent) -> Self {
         Options {
             node: DEFAULT_NODE.into(),
+            nodes: 1,
+            join: None,
             dir: None,
             port: 0,
             agent,
@@ -133,10 +141,10 @@ impl Dir {
     }
 }
 
-/// The running single-node cluster.
+/// The running cluster (or the nodes that joined one).
 pub struct Up {
     cluster: Cluster,
-    node: NodeHandle,
+    nodes: Vec<(NodeHandle, PathBuf)>,
     dir: Dir,
     url: String,
     description: String,
@@ -169,12 +177,16 @@ fn make_dir(given: Option<&Path>) -> Result<Dir> {
     }
 }
 
-/// The API server double, with its scheduler bound to the node.
+/// The API server double, with its scheduler bound to the first node, or the cluster
+/// to join.
 #[cfg(feature = "embedded")]
 async fn start_cluster(options: &Options, dir: &Path) -> Result<Cluster> {
+    if let Some(kubeconfig) = &options.join {
+        return join(kubeconfig).await;
+    }
     let cluster = backend::embedded::start(&backend::embedded::Options {
         port: options.port,
-        scheduler_node: Some(options.node.clone()),
+        scheduler_node: node_names(options).into_iter().next(),
         // A cluster to try things in comes with metrics-server, as kind users add it.
         metrics_api: true,
         kubeconfig: Some(dir.join("kubeconfig")),
@@ -184,18 +196,41 @@ async fn start_cluster(options: &Options, dir: &Path) -> Result<Cluster> {
     Ok(cluster)
 }
 
-/// Without the API server double there is no cluster to stand up.
+/// Without the API server double there is only a cluster to join.
 #[cfg(not(feature = "embedded"))]
-async fn start_cluster(_: &Options, _: &Path) -> Result<Cluster> {
-    Err(backend::Error::NotBuilt {
-        what: "embedded backend",
-        feature: "embedded",
+async fn start_cluster(options: &Options, _: &Path) -> Result<Cluster> {
+    match &options.join {
+        Some(kubeconfig) => join(kubeconfig).await,
+        None => Err(backend::Error::NotBuilt {
+            what: "embedded backend",
+            feature: "embedded",
+        }
+        .into()),
     }
-    .into())
+}
+
+/// The existing cluster `kubeconfig` reaches.
+async fn join(kubeconfig: &Path) -> Result<Cluster> {
+    let options = backend::ClusterOptions {
+        kubeconfig: Some(kubeconfig.to_path_buf()),
+        ..Default::default()
+    };
+    Ok(Cluster::start(backend::BackendKind::Kubeconfig, &options).await?)
+}
+
+/// The nodes' names: `node`, or `node-1` … `node-N`.
+fn node_names(options: &Options) -> Vec<String> {
+    if options.nodes <= 1 {
+        return vec![options.node.clone()];
+    }
+    (1..=options.nodes)
+        .map(|i| format!("{}-{i}", options.node))
+        .collect()
 }
 
 impl Up {
-    /// Starts the API server double, fake-cri and the agent, and waits until the node is Ready.
+    /// Starts the API server double (unless joining a cluster), fake-cri and the agent of
+    /// every node, and waits until the nodes are Ready.
     pub async fn start(options: &Options) -> Result<Up> {
         let started = Instant::now();
         let dir = make_dir(options.dir.as_deref())?;
@@ -205,39 +240,63 @@ impl Up {
             Agent::Command(template) => node::Launch::Command(template),
             Agent::Kubelet(path) => node::Launch::Kubelet(path),
         };
-        let started_node = node::start(node::Config {
-            client: &cluster.client,
-            kubeconfig: &cluster.kubeconfig,
-            name: &options.node,
-            dir: dir.path(),
-            launch,
-            echo: true,
-        })
-        .await;
-        let node = match started_node {
-            Ok(node) => node,
-            Err(e) => {
-                cluster.teardown().await;
-                return Err(e.into());
-            }
+        let names = node_names(options);
+        // One node keeps its sockets in the directory itself; several, each in its own.
+        let dirs: Vec<PathBuf> = if names.len() == 1 {
+            vec![dir.path().to_path_buf()]
+        } else {
+            names.iter().map(|n| dir.path().join(n)).collect()
         };
-        let left = options.ready_timeout.saturating_sub(started.elapsed());
-        if let Err(last) = wait_ready(&cluster.client, &options.node, left).await {
-            node::stop(node).await;
-            cluster.teardown().await;
-            return Err(Error::NotReady {
-                node: options.node.clone(),
-                timeout: options.ready_timeout,
-                last,
-            });
+        let starts = names.iter().zip(&dirs).map(|(name, node_dir)| {
+            node::start(node::Config {
+                client: &cluster.client,
+                kubeconfig: &cluster.kubeconfig,
+                name,
+                dir: node_dir,
+                launch,
+                echo: true,
+            })
+        });
+        let mut nodes = Vec::new();
+        let mut failed = None;
+        for (started_node, node_dir) in futures::future::join_all(starts)
+            .await
+            .into_iter()
+            .zip(dirs)
+        {
+            match started_node {
+                Ok(node) => nodes.push((node, node_dir)),
+                Err(e) => failed = failed.or(Some(Error::from(e))),
+            }
+        }
+        let up = Up {
+            url: cluster
+                .served_url()
+                .map_or_else(|| cluster.description.clone(), str::to_owned),
+            description: options.agent.describe(options.fast),
+            ready_in: Duration::ZERO,
+            cluster,
+            nodes,
+            dir,
+        };
+        if let Some(e) = failed {
+            up.stop().await;
+            return Err(e);
+        }
+        for name in &names {
+            let left = options.ready_timeout.saturating_sub(started.elapsed());
+            if let Err(last) = wait_ready(&up.cluster.client, name, left).await {
+                up.stop().await;
+                return Err(Error::NotReady {
+                    node: name.clone(),
+                    timeout: options.ready_timeout,
+                    last,
+                });
+            }
         }
         Ok(Up {
-            url: cluster.served_url().unwrap_or_default().to_string(),
-            description: options.agent.describe(options.fast),
             ready_in: started.elapsed(),
-            cluster,
-            node,
-            dir,
+            ..up
         })
     }
 
@@ -246,35 +305,58 @@ impl Up {
         &self.cluster.kubeconfig
     }
 
-    /// fake-cri's control API socket.
+    /// fake-cri's control API socket of the first node.
     pub fn control_socket(&self) -> PathBuf {
-        self.dir.path().join("control.sock")
+        self.control_sockets().next().unwrap_or_default()
     }
 
-    /// What a user needs: the API server, the node, `export KUBECONFIG=…`, the control socket.
+    /// fake-cri's control API socket of each node.
+    fn control_sockets(&self) -> impl Iterator<Item = PathBuf> + '_ {
+        self.nodes.iter().map(|(_, dir)| dir.join("control.sock"))
+    }
+
+    /// What a user needs: the API server, the nodes, `export KUBECONFIG=…`, the control
+    /// sockets.
     pub fn summary(&self) -> String {
         let removed = match &self.dir {
             Dir::Temporary(t) => format!(" and removes {}", t.path().display()),
             Dir::Given(_) => String::new(),
         };
+        let names: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|(n, _)| format!("{:?}", n.name))
+            .collect();
+        let sockets: Vec<String> = self
+            .control_sockets()
+            .map(|p| p.display().to_string())
+            .collect();
         format!(
-            "nodeconform up: API server {}, node {:?} Ready in {:.2}s ({})\n\
+            "nodeconform up: API server {}, node{} {} Ready in {:.2}s ({})\n\
              export KUBECONFIG={}\n\
              fake-cri control API: {}\n\
              Ctrl-C stops everything{removed}.\n",
             self.url,
-            self.node.name,
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", "),
             self.ready_in.as_secs_f64(),
             self.description,
             self.kubeconfig().display(),
-            self.control_socket().display(),
+            sockets.join(", "),
         )
     }
 
-    /// Stops the agent, fake-cri (its sockets go) and the API server; removes the
-    /// directory when it was the temporary one.
+    /// Stops the agents, fake-cri (its sockets go) and the API server (a joined cluster's
+    /// nodes are deleted from it); removes the directory when it was the temporary one.
     pub async fn stop(self) {
-        node::stop(self.node).await;
+        let joined = self.cluster.served_url().is_none();
+        for (node, _) in self.nodes {
+            let name = node.name.clone();
+            node::stop(node).await;
+            if joined {
+                backend::agent::delete_node_objects(&self.cluster.client, &name).await;
+            }
+        }
         self.cluster.teardown().await;
         if let Dir::Temporary(t) = self.dir
             && let Err(e) = t.close()

@@ -1,8 +1,12 @@
 //! `--agent-cmd` with a deliberately wrong agent (examples/stuck_agent.rs: never reports Running):
 //! the case fails and the report shows what was seen, when, and the agent's output.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::sync::Arc;
+
+use common::stuck_agent;
 
 use nodeconform_harness::backend::{AgentSpec, BackendKind, Cluster, ClusterOptions, Nodes};
 use nodeconform_harness::case::load;
@@ -29,12 +33,6 @@ steps:
           containers:
             c: {state: running}
 "#;
-
-fn stuck_agent() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let path = exe.parent()?.parent()?.join("examples/stuck_agent");
-    path.exists().then_some(path)
-}
 
 /// The case `text` as `lifecycle::runs`.
 fn runs_case(text: &str) -> nodeconform_harness::case::LoadedCase {

@@ -1,19 +1,8 @@
 //! The `nodeconform` binary: `check`, `list`, and `run` output formats.
 
-use std::process::Command;
+mod common;
 
-fn nodeconform(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_nodeconform"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("nodeconform runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::nodeconform;
 
 #[test]
 fn check_reports_every_broken_file_with_its_location() {

@@ -4,20 +4,12 @@
 //! with the reason when no Chromium is installed (`.ci/run` installs
 //! Debian's); `NODECONFORM_CHROMIUM` names another binary.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn nodeconform(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_nodeconform"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("nodeconform runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::nodeconform;
 
 fn chromium() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("NODECONFORM_CHROMIUM") {
@@ -68,7 +60,7 @@ fn the_html_matrix_renders_with_the_right_cells() {
     };
     let dir = tempfile::tempdir().unwrap();
     let first = dir.path().join("reference");
-    let (code, stderr) = nodeconform(&[
+    let (code, _, stderr) = nodeconform(&[
         "run",
         "--out",
         first.to_str().unwrap(),
@@ -95,7 +87,7 @@ fn the_html_matrix_renders_with_the_right_cells() {
     ]);
     std::fs::write(second.join("results.json"), results.to_string()).unwrap();
     let page = dir.path().join("matrix.html");
-    let (code, stderr) = nodeconform(&[
+    let (code, _, stderr) = nodeconform(&[
         "matrix",
         "--format",
         "html",

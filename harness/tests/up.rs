@@ -1,84 +1,18 @@
 //! `nodeconform up`, the real binary: a single-node cluster that kube-rs and kubectl use like
 //! any other, pods without `nodeName` included, and that stops cleanly on SIGINT/SIGTERM.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, LogParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
-/// The bound on every wait.
-const WAIT: Duration = Duration::from_secs(60);
-
-/// A running `nodeconform up` and the lines it printed up to `export KUBECONFIG=…`.
-struct Up {
-    child: Child,
-    lines: Vec<String>,
-    kubeconfig: PathBuf,
-}
-
-/// Starts `nodeconform up ARGS` and reads its stdout until the kubeconfig line.
-async fn up(args: &[&str]) -> Up {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nodeconform"))
-        .arg("up")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("nodeconform up starts");
-    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut lines = Vec::new();
-    let kubeconfig = tokio::time::timeout(WAIT, async {
-        while let Some(line) = stdout.next_line().await.unwrap() {
-            lines.push(line.clone());
-            if let Some(path) = line.strip_prefix("export KUBECONFIG=") {
-                return PathBuf::from(path);
-            }
-        }
-        panic!("stdout ended before the kubeconfig line: {lines:?}");
-    })
-    .await
-    .expect("kubeconfig line in time");
-    // The rest of the summary.
-    for _ in 0..2 {
-        if let Ok(Ok(Some(line))) = tokio::time::timeout(WAIT, stdout.next_line()).await {
-            lines.push(line);
-        }
-    }
-    Up {
-        child,
-        lines,
-        kubeconfig,
-    }
-}
-
-impl Up {
-    async fn client(&self) -> kube::Client {
-        let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-            .await
-            .unwrap();
-        kube::Client::try_from(config).unwrap()
-    }
-
-    /// Sends `signal` and waits for the exit code.
-    async fn stop(mut self, signal: i32) -> i32 {
-        let pid = self.child.id().expect("still running") as i32;
-        // SAFETY: kill(2) on our own child, not yet reaped.
-        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
-        let status = tokio::time::timeout(WAIT, self.child.wait())
-            .await
-            .expect("exits in time after the signal")
-            .unwrap();
-        status.code().unwrap_or(-1)
-    }
-}
+use common::{WAIT, up};
 
 /// A pod without `nodeName` that prints a line and stops at once on SIGTERM.
 fn unscheduled_pod(name: &str) -> Pod {
@@ -235,7 +169,7 @@ async fn up_removes_its_temporary_directory_on_sigterm() {
 #[tokio::test]
 async fn an_agent_that_exits_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_nodeconform"))
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_nodeconform"))
         .args([
             "up",
             "--dir",

@@ -2,7 +2,9 @@
 //!
 //! In the first two modes every case gets a node of its own (`nc-<n>-<case>`), with its own
 //! fake-cri on private unix sockets, so cases are isolated and node-wide faults touch no other
-//! case. With `--node` all cases share that node and runtime faults are unavailable.
+//! case. With `--node` all cases share that node, and with `--all-nodes` each node group's
+//! cases are spread over its nodes (the one running the fewest cases first); runtime faults
+//! are then unavailable.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,8 +30,9 @@ pub enum AgentSpec {
     Command(String),
     /// An upstream kubelet binary started per node, configured by the harness ([`super::kubelet`]).
     Kubelet(PathBuf),
-    /// A node whose agent already runs (e.g. kind's kubelet).
-    Existing(String),
+    /// Nodes whose agent already runs (e.g. kind's kubelet): one (`--node`), or the nodes
+    /// of one group (`--all-nodes`), which the cases are spread over.
+    Existing(Vec<String>),
 }
 
 impl AgentSpec {
@@ -45,7 +48,7 @@ impl AgentSpec {
             AgentSpec::Reference => "nodeconform reference agent".into(),
             AgentSpec::Command(t) => program(t.split_whitespace().next().unwrap_or(t)),
             AgentSpec::Kubelet(_) => "kubelet".into(),
-            AgentSpec::Existing(n) => format!("node {n}"),
+            AgentSpec::Existing(n) => node_list(n),
         }
     }
 
@@ -55,7 +58,7 @@ impl AgentSpec {
             AgentSpec::Reference => "reference agent (in process) + fake-cri".into(),
             AgentSpec::Command(t) => format!("agent command `{t}` + fake-cri"),
             AgentSpec::Kubelet(path) => format!("kubelet {} + fake-cri", path.display()),
-            AgentSpec::Existing(n) => format!("existing node {n}"),
+            AgentSpec::Existing(n) => format!("existing {}", node_list(n)),
         }
     }
 
@@ -73,6 +76,21 @@ impl AgentSpec {
             AgentSpec::Command(template) => template.contains("{manifests}"),
             AgentSpec::Existing(_) => false,
         }
+    }
+}
+
+/// `node a`, `nodes a, b, c`, `5 nodes: a, b, c and 2 more`.
+fn node_list(nodes: &[String]) -> String {
+    const SHOWN: usize = 3;
+    match nodes {
+        [one] => format!("node {one}"),
+        _ if nodes.len() <= SHOWN => format!("nodes {}", nodes.join(", ")),
+        _ => format!(
+            "{} nodes: {} and {} more",
+            nodes.len(),
+            nodes[..SHOWN].join(", "),
+            nodes.len() - SHOWN
+        ),
     }
 }
 
@@ -139,6 +157,8 @@ pub struct Nodes {
     counter: AtomicUsize,
     run_id: String,
     live: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// Existing nodes: how many cases each runs now.
+    busy: std::sync::Mutex<Vec<(String, usize)>>,
     dir: Arc<tempfile::TempDir>,
 }
 
@@ -185,10 +205,14 @@ impl Nodes {
         Ok(Self {
             client,
             kubeconfig,
-            spec,
             counter: AtomicUsize::new(0),
             run_id,
             live: Default::default(),
+            busy: std::sync::Mutex::new(match &spec {
+                AgentSpec::Existing(names) => names.iter().map(|n| (n.clone(), 0)).collect(),
+                _ => Vec::new(),
+            }),
+            spec,
             dir: Arc::new(dir),
         })
     }
@@ -198,11 +222,12 @@ impl Nodes {
         &self.spec
     }
 
-    /// A node for the case `hint` (`area::name`): a fresh one, or the existing node.
+    /// A node for the case `hint` (`area::name`): a fresh one, or the existing node that
+    /// runs the fewest cases (the first of them on a tie).
     pub async fn acquire(&self, hint: &str) -> Result<NodeHandle> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let launch = match &self.spec {
-            AgentSpec::Existing(node) => return Ok(NodeHandle::existing(node)),
+            AgentSpec::Existing(_) => return self.least_busy(),
             AgentSpec::Reference => Launch::Reference { fast: true },
             AgentSpec::Command(template) => Launch::Command(template),
             AgentSpec::Kubelet(kubelet) => Launch::Kubelet(kubelet),
@@ -230,9 +255,33 @@ impl Nodes {
         Ok(node)
     }
 
-    /// Stops a node the harness started and removes its Node and Lease objects.
+    fn least_busy(&self) -> Result<NodeHandle> {
+        let mut busy = self
+            .busy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (name, count) = busy
+            .iter_mut()
+            .min_by_key(|(_, count)| *count)
+            .ok_or_else(|| Error::Agent {
+                node: String::new(),
+                message: "no existing node to run on".into(),
+            })?;
+        *count += 1;
+        Ok(NodeHandle::existing(name))
+    }
+
+    /// Stops a node the harness started and removes its Node and Lease objects; an
+    /// existing node runs one case fewer.
     pub async fn release(&self, node: NodeHandle) {
         if !node.is_spawned() {
+            let mut busy = self
+                .busy
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((_, count)) = busy.iter_mut().find(|(name, _)| *name == node.name) {
+                *count = count.saturating_sub(1);
+            }
             return;
         }
         let name = node.name.clone();
@@ -298,6 +347,17 @@ mod tests {
         );
         assert!(render_command("a 'b", "", "", "", "", "").is_err());
         assert!(render_command("  ", "", "", "", "", "").is_err());
+    }
+
+    #[test]
+    fn many_nodes_are_named_by_the_first_few() {
+        let names = |n: usize| (1..=n).map(|i| format!("n{i}")).collect::<Vec<_>>();
+        assert_eq!(AgentSpec::Existing(names(1)).name(), "node n1");
+        assert_eq!(AgentSpec::Existing(names(3)).name(), "nodes n1, n2, n3");
+        assert_eq!(
+            AgentSpec::Existing(names(300)).describe(),
+            "existing 300 nodes: n1, n2, n3 and 297 more"
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod kubeconfig;
 pub mod kubelet;
 pub mod mount_ns;
 pub mod node;
+pub mod node_groups;
 
 use std::path::{Path, PathBuf};
 

@@ -56,7 +56,7 @@ pub fn ignore_reason(case: &LoadedCase, agent: &AgentSpec) -> Option<String> {
     for req in &case.case.requires {
         let why = match req {
             Requirement::RuntimeControl | Requirement::DedicatedNode if !has_control => {
-                "an existing node (--node) has no runtime control and is shared"
+                "an existing node (--node, --all-nodes) has no runtime control and is shared"
             }
             Requirement::StaticPods if !agent.has_static_pods() => {
                 "the harness cannot place manifests on this node (an existing node, or an agent command without {manifests})"
@@ -280,7 +280,8 @@ mod tests {
     #[test]
     fn runtime_control_cases_are_ignored_on_an_existing_node() {
         let b = case("node", "runtime-down", "node", "runtime-control");
-        let reason = ignore_reason(&b, &AgentSpec::Existing("kind-control-plane".into())).unwrap();
+        let reason =
+            ignore_reason(&b, &AgentSpec::Existing(vec!["kind-control-plane".into()])).unwrap();
         assert!(reason.starts_with("requires runtime-control"), "{reason}");
         assert_eq!(ignore_reason(&b, &AgentSpec::Reference), None);
         assert_eq!(ignore_reason(&b, &AgentSpec::Command("x".into())), None);

@@ -1,15 +1,16 @@
-//! The `nodeconform` command line: `run`, `up`, `list`, `check`.
+//! The `nodeconform` command line: `run` ([`run`]), `up`, `list`, `check`, `matrix`.
+
+mod run;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::backend::{AgentSpec, BackendKind, Cluster, ClusterOptions, Nodes};
+use crate::backend::BackendKind;
 use crate::case::{self, LoadedCase};
-use crate::report::{self, Format};
-use crate::runner::{Janitor, Runner, Selection};
+use crate::report::Format;
+use crate::runner::Selection;
 
 /// Conformance cases for Kubernetes node agents.
 #[derive(Debug, Parser)]
@@ -89,11 +90,20 @@ pub struct RunArgs {
     /// Use this already running node (e.g. `kind-control-plane`); cases that need runtime control are ignored.
     #[arg(long, value_name = "NAME")]
     pub node: Option<String>,
+    /// Run on every Ready node of the cluster: nodes that report the same kubelet and
+    /// runtime versions form a group, each group runs the cases (spread over its nodes,
+    /// `--jobs` on each) beside the others and has its own report (`--out DIR/<group>`).
+    #[arg(long, conflicts_with_all = ["node", "agent_cmd", "kubelet", "reference_agent"])]
+    pub all_nodes: bool,
+    /// As `--all-nodes`, on the nodes that match this label selector.
+    #[arg(long, value_name = "SELECTOR", conflicts_with_all = ["node", "agent_cmd", "kubelet", "reference_agent"])]
+    pub node_selector: Option<String>,
     /// Join the reference agent even where the backend brings its own node (kind).
     #[arg(long, conflicts_with_all = ["node", "agent_cmd", "kubelet"])]
     pub reference_agent: bool,
     /// Cases run at once (default: twelve per core with the in-process reference agent, four
-    /// per core when every case starts an agent process; cases mostly wait on the agent).
+    /// per core when every case starts an agent process; cases mostly wait on the agent); on
+    /// each node with `--all-nodes`.
     #[arg(long, short)]
     pub jobs: Option<usize>,
     /// Output format.
@@ -138,9 +148,17 @@ pub struct RunArgs {
 /// `nodeconform up`.
 #[derive(Debug, Args)]
 pub struct UpArgs {
-    /// The node's name.
+    /// The node's name; with `--nodes`, the prefix of their names (`<node>-1`, …).
     #[arg(long, default_value = crate::up::DEFAULT_NODE)]
     pub node: String,
+    /// How many nodes, each its own fake-cri and agent (the API server double's
+    /// scheduler binds pods without `nodeName` to the first).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub nodes: u16,
+    /// Start no API server: the nodes join the cluster this kubeconfig reaches (another
+    /// `nodeconform up`, a kube-apiserver), which then has nodes of several agents.
+    #[arg(long, value_name = "KUBECONFIG", conflicts_with_all = ["port", "emulate_version"])]
+    pub join: Option<PathBuf>,
     /// Where the kubeconfig, sockets and the agent's root go (created 0700 if missing;
     /// default: a fresh private directory under the temporary directory, removed at the end).
     #[arg(long)]
@@ -230,6 +248,25 @@ pub enum Error {
     /// The feature taxonomy or a profile is broken.
     #[error(transparent)]
     File(#[from] crate::case::features::FileError),
+    /// `--all-nodes` found no node to run on.
+    #[error("no Ready node to run on{}", selector.as_deref().map(|s| format!(" among the nodes matching {s:?}")).unwrap_or_default())]
+    NoNodes {
+        /// The `--node-selector`, if one was given.
+        selector: Option<String>,
+    },
+    /// `--all-nodes` on the embedded backend, whose nodes the harness makes per case.
+    #[error(
+        "--all-nodes and --node-selector run on the nodes of an existing cluster (--backend kubeconfig or kind)"
+    )]
+    AllNodesEmbedded,
+    /// `--format json|junit` with several node groups: one document cannot hold their reports.
+    #[error(
+        "the cluster's nodes form {groups} groups: --format json and junit print one report; use --out DIR for one bundle per group (results.json, junit.xml)"
+    )]
+    SeveralGroupsOneFormat {
+        /// How many groups.
+        groups: usize,
+    },
     /// `--emulate-version` with a backend that brings its own API server.
     #[error(
         "--emulate-version applies to the embedded backend only (the {backend} backend's API server has its own version)"
@@ -293,7 +330,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(0)
         }
         Command::Matrix(args) => matrix(&args),
-        Command::Run(args) => run_cases(*args).await,
+        Command::Run(args) => run::run_cases(*args).await,
         Command::Up(args) => up(args).await,
     }
 }
@@ -344,6 +381,8 @@ async fn up(args: UpArgs) -> Result<ExitCode, Error> {
         .try_init();
     let options = Options {
         node: args.node,
+        nodes: usize::from(args.nodes),
+        join: args.join,
         dir: args.dir,
         port: args.port,
         agent,
@@ -381,175 +420,4 @@ fn check(args: &CheckArgs) -> Result<ExitCode, Error> {
             count: errors.len(),
         })
     }
-}
-
-async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
-    let cases = load(&args.cases)?;
-    let mut selection = Selection {
-        filters: args.filter.clone(),
-        tags: args.tags.clone(),
-        skip: args.skip.clone(),
-        exact: false,
-    };
-    if let Some(dir) = &args.rerun_failed {
-        let bundle = crate::report::bundle::read(dir)?;
-        let failed: Vec<String> = bundle
-            .report
-            .cases
-            .iter()
-            .filter(|c| c.outcome == crate::report::Outcome::Failed)
-            .map(|c| c.name.clone())
-            .collect();
-        if failed.is_empty() {
-            eprintln!("no case failed in {}: nothing to run again", dir.display());
-            return Ok(0);
-        }
-        selection.filters = failed;
-        selection.exact = true;
-    }
-    let selected: Vec<LoadedCase> = cases.into_iter().filter(|c| selection.matches(c)).collect();
-    if selected.is_empty() {
-        return Err(Error::NothingSelected);
-    }
-    let profile = match &args.profile {
-        Some(path) => {
-            let taxonomy = crate::case::features::Taxonomy::load(&args.cases)?.unwrap_or_default();
-            Some(crate::profile::Profile::load(path, &taxonomy)?)
-        }
-        None => None,
-    };
-    if let Some(kubelet) = &args.kubelet {
-        crate::backend::kubelet::check_binary(kubelet).map_err(|reason| Error::Kubelet {
-            path: kubelet.clone(),
-            reason,
-        })?;
-    }
-    let human = args.format == Format::Human;
-    if args.emulate_version.is_some() && args.backend != BackendKind::Embedded {
-        return Err(Error::EmulateVersion {
-            backend: args.backend.as_str(),
-        });
-    }
-    let options = ClusterOptions {
-        kubeconfig: args.kubeconfig.clone(),
-        context: args.context.clone(),
-        progress: true,
-        emulate_version: args.emulate_version.clone(),
-    };
-    // Ctrl-C from here on stops the run and cleans up (a kind cluster being created is deleted).
-    let (interrupt_tx, interrupt_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\ninterrupted: stopping cases and deleting what they created …");
-            let _ = interrupt_tx.send(true);
-        }
-    });
-    let interrupted = move || {
-        let mut rx = interrupt_rx.clone();
-        async move {
-            if rx.wait_for(|v| *v).await.is_err() {
-                futures::future::pending::<()>().await;
-            }
-        }
-    };
-    let cluster = tokio::select! {
-        c = Cluster::start(args.backend, &options) => c?,
-        _ = interrupted() => return Ok(130),
-    };
-    let spec = if let Some(node) = &args.node {
-        AgentSpec::Existing(node.clone())
-    } else if let Some(t) = &args.agent_cmd {
-        AgentSpec::Command(t.clone())
-    } else if let Some(kubelet) = &args.kubelet {
-        AgentSpec::Kubelet(kubelet.clone())
-    } else if args.reference_agent {
-        AgentSpec::Reference
-    } else if let Some(node) = &cluster.default_node {
-        AgentSpec::Existing(node.clone())
-    } else {
-        AgentSpec::Reference
-    };
-    if spec == AgentSpec::Reference {
-        crate::logs::capture_tracing();
-    }
-    let per_core = if spec == AgentSpec::Reference { 12 } else { 4 };
-    let nodes = match Nodes::new(cluster.client.clone(), cluster.kubeconfig.clone(), spec) {
-        Ok(n) => Arc::new(n),
-        Err(e) => {
-            cluster.teardown().await;
-            return Err(e.into());
-        }
-    };
-    // Cases mostly wait on the agent (probe periods, grace periods, holds), so
-    // several per core keep the suite short without loading the machine; an
-    // agent process per case (a kubelet) costs more than an in-process agent.
-    let jobs = args.jobs.unwrap_or_else(|| {
-        per_core
-            * std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2)
-    });
-    let runner = Runner {
-        client: cluster.client.clone(),
-        nodes,
-        jobs,
-        janitor: Arc::new(Janitor::default()),
-        gate: !args.no_gate,
-        profile,
-    };
-    let header = report::human::header(
-        selected.len(),
-        &cluster.description,
-        &runner.nodes.spec().describe(),
-    );
-    if human {
-        print!("{header}");
-        println!();
-    } else {
-        eprint!("{header}");
-    }
-    let interrupt = interrupted();
-    let mut progress = report::human::Progress::new(selected.len());
-    let report = runner
-        .run(
-            &selected,
-            args.backend.as_str(),
-            |r| {
-                progress.clear();
-                let line = report::human::line(r);
-                if human {
-                    println!("{line}");
-                } else {
-                    eprintln!("{line}");
-                }
-                progress.done(r);
-            },
-            interrupt,
-        )
-        .await;
-    progress.clear();
-    runner.nodes.release_all().await;
-    cluster.teardown().await;
-    if let Some(dir) = &args.out {
-        let agent = report::bundle::AgentInfo::of_run(
-            &report,
-            runner.nodes.spec(),
-            runner.profile.as_ref(),
-            (args.agent_name.clone(), args.agent_version.clone()),
-        );
-        report::bundle::write(dir, &report, &agent)?;
-        eprintln!("results written to {}", dir.display());
-    }
-    match args.format {
-        Format::Human => print!("{}", report::human::footer(&report)),
-        Format::Junit => println!("{}", report::junit::render(&report)),
-        Format::Json => println!("{}", report::json::render(&report)),
-    }
-    Ok(if report.interrupted {
-        130
-    } else if report.success() {
-        0
-    } else {
-        1
-    })
 }
