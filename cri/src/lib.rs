@@ -1,9 +1,10 @@
 //! CRI v1 (`runtime.v1`) bindings: the Kubernetes Container Runtime Interface
 //! as Rust types, tonic clients and tonic servers.
 //!
-//! The code is generated at build time from the vendored `proto/api.proto`
-//! (see `proto/README.md` for the release) by protox and tonic-prost-build, so
-//! building needs no system `protoc`. [`connect`] opens a channel to a runtime
+//! The code is generated from the vendored `proto/api.proto` (see
+//! `proto/README.md` for the release) by protox and tonic-prost-build and
+//! checked in (`src/generated/`), so a build runs no code generator; a test
+//! (`tests/generated.rs`) fails when they no longer agree. [`connect`] opens a channel to a runtime
 //! over a unix socket, the way the kubelet reaches containerd or CRI-O.
 //!
 //! ```no_run
@@ -27,7 +28,7 @@ use tonic::transport::{Channel, Endpoint};
 /// The generated `runtime.v1` messages, clients and servers.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod v1 {
-    tonic::include_proto!("runtime.v1");
+    include!("generated/runtime.v1.rs");
 }
 
 pub use v1::image_service_client::ImageServiceClient;
