@@ -265,3 +265,36 @@ fn a_run_writes_a_bundle_and_the_matrix_puts_bundles_side_by_side() {
     assert_eq!(code, 0);
     assert!(stderr.contains("no case failed in"), "{stderr}");
 }
+
+#[test]
+fn a_profile_is_checked_against_the_cases_features_and_against_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("profile.yaml");
+    std::fs::write(
+        &profile,
+        "unsupported:\n  - feature: pod.run\n    reason: we say so\n  - feature: pod.flying\n    reason: no wings\n",
+    )
+    .unwrap();
+    let path = profile.to_str().unwrap();
+    let (code, _, stderr) = nodeconform(&["run", "--profile", path, "pods::runs-a-pod"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{path}:4:1: feature `pod.flying` is not in the cases' features.yaml"
+        )),
+        "{stderr}"
+    );
+
+    // A declaration the run contradicts is said so.
+    std::fs::write(
+        &profile,
+        "unsupported:\n  - feature: pod.run\n    reason: we say so\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = nodeconform(&["run", "--profile", path, "pods::runs-a-pod"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("profile: the profile declares pod.run unsupported, but its 1 case passed"),
+        "{stdout}"
+    );
+}

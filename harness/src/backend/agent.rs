@@ -255,6 +255,7 @@ impl Nodes {
         Ok(node)
     }
 
+    /// The existing node running the fewest cases, now running one more.
     fn least_busy(&self) -> Result<NodeHandle> {
         let mut busy = self
             .busy

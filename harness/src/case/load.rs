@@ -74,6 +74,8 @@ pub struct Loaded {
     pub cases: Vec<LoadedCase>,
     /// One error per broken file (several per file when several independent checks fail).
     pub errors: Vec<Error>,
+    /// The directory's feature taxonomy (`features.yaml`), if it has one.
+    pub taxonomy: Option<Taxonomy>,
 }
 
 /// Files directly in the cases directory that are not cases.
@@ -127,6 +129,7 @@ pub fn load_dir(dir: &Path) -> Loaded {
         }
     }
     loaded.cases.sort_by(|a, b| a.id.cmp(&b.id));
+    loaded.taxonomy = taxonomy;
     loaded
 }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 
 use crate::backend::BackendKind;
-use crate::case::{self, LoadedCase};
+use crate::case;
 use crate::report::Format;
 use crate::runner::Selection;
 
@@ -280,7 +280,7 @@ pub enum Error {
 /// Exit code: 0 all passed, 1 a case failed, 130 interrupted.
 pub type ExitCode = i32;
 
-fn load(dir: &Path) -> Result<Vec<LoadedCase>, Error> {
+fn load(dir: &Path) -> Result<case::Loaded, Error> {
     let loaded = case::load_dir(dir);
     if !loaded.errors.is_empty() {
         for e in &loaded.errors {
@@ -290,7 +290,7 @@ fn load(dir: &Path) -> Result<Vec<LoadedCase>, Error> {
             count: loaded.errors.len(),
         });
     }
-    Ok(loaded.cases)
+    Ok(loaded)
 }
 
 /// Runs a parsed command line.
@@ -298,7 +298,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
     match cli.command {
         Command::Check(args) => check(&args),
         Command::List(args) => {
-            let cases = load(&args.cases)?;
+            let cases = load(&args.cases)?.cases;
             let selection = Selection {
                 filters: args.filter,
                 ..Default::default()

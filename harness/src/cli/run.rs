@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::{Error, ExitCode, RunArgs, load};
 use crate::backend::{AgentSpec, BackendKind, Cluster, ClusterOptions, Nodes, node_groups};
 use crate::case::LoadedCase;
+use crate::case::features::Taxonomy;
 use crate::report::{self, Format, RunReport};
 use crate::runner::{Janitor, Runner, Selection};
 
@@ -22,9 +23,11 @@ struct Group {
     spec: AgentSpec,
 }
 
-/// The selected cases; `None`: `--rerun-failed` found nothing to run again.
-fn select(args: &RunArgs) -> Result<Option<Vec<LoadedCase>>, Error> {
-    let cases = load(&args.cases)?;
+/// The selected cases and the feature taxonomy; `None`: `--rerun-failed` found nothing
+/// to run again.
+fn select(args: &RunArgs) -> Result<Option<(Vec<LoadedCase>, Taxonomy)>, Error> {
+    let loaded = load(&args.cases)?;
+    let cases = loaded.cases;
     let mut selection = Selection {
         filters: args.filter.clone(),
         tags: args.tags.clone(),
@@ -51,7 +54,7 @@ fn select(args: &RunArgs) -> Result<Option<Vec<LoadedCase>>, Error> {
     if selected.is_empty() {
         return Err(Error::NothingSelected);
     }
-    Ok(Some(selected))
+    Ok(Some((selected, loaded.taxonomy.unwrap_or_default())))
 }
 
 /// The groups of nodes the cases run on.
@@ -102,14 +105,11 @@ fn jobs(spec: &AgentSpec, per_node: usize) -> usize {
 }
 
 pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
-    let Some(selected) = select(&args)? else {
+    let Some((selected, taxonomy)) = select(&args)? else {
         return Ok(0);
     };
     let profile = match &args.profile {
-        Some(path) => {
-            let taxonomy = crate::case::features::Taxonomy::load(&args.cases)?.unwrap_or_default();
-            Some(crate::profile::Profile::load(path, &taxonomy)?)
-        }
+        Some(path) => Some(crate::profile::Profile::load(path, &taxonomy)?),
         None => None,
     };
     if let Some(kubelet) = &args.kubelet {
