@@ -16,6 +16,9 @@ th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical
 thead th { position: sticky; top: 0; background: #f6f8fa; }
 tr.group th { background: #eaeef2; text-transform: uppercase; font-size: 12px; }
 td.cell { white-space: nowrap; }
+/* A failed cell lists its cases: they wrap between names, never inside one. */
+td.cell.failed { white-space: normal; min-width: 14em; max-width: 36em; }
+td.cell a { white-space: nowrap; }
 .passed { background: #dafbe1; }
 .failed { background: #ffebe9; }
 .not-run { background: #f6f8fa; color: #57606a; }
