@@ -1,5 +1,6 @@
 //! 1,000 containers created and run concurrently: none is lost.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

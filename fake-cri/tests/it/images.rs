@@ -1,6 +1,6 @@
 //! ImageService: pull, list, status, remove, and the image filesystem.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

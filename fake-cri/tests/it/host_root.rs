@@ -3,7 +3,7 @@
 //! for a kubelet in a mount namespace of its own; the confinement of mounts
 //! still holds; a root deferred until the client runs, or bound to a process.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The RuntimeService RPCs beyond the lifecycle: version, status, runtime
 //! config, stats, resources, logs and ExecSync (the streaming RPCs: `streaming.rs`).
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

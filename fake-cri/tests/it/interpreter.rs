@@ -2,7 +2,7 @@
 //! their exit codes, reasons, logs and timings, the termination message,
 //! and SIGTERM handling through StopContainer.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! the main process and in `ExecSync`; and the forms the interpreter refuses
 //! when the container is created.
 
-mod common;
+use crate::common;
 
 use common::{Env, LIMIT, container_config, expect_code, script_config, stdout_lines};
 use nodeconform_cri::v1;

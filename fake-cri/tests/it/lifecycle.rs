@@ -1,7 +1,7 @@
 //! A pod's whole life through fake-cri, over a real unix socket, and the
 //! containerd behaviour a kubelet relies on.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! socket (the socket path, its percent-encoded form, nothing) must not keep
 //! them from calling fake-cri, as it kept the kubelet, crictl and critest.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 

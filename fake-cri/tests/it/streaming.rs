@@ -3,7 +3,7 @@
 //! `nodeconform_stream::client`, which speaks what client-go's SPDY
 //! executor and port forwarder speak).
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::{Env, LIMIT, expect_code};

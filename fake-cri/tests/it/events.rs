@@ -1,6 +1,6 @@
 //! GetContainerEvents: the evented PLEG's stream.
 
-mod common;
+use crate::common;
 
 use common::{Env, LIMIT};
 use nodeconform_cri::v1;

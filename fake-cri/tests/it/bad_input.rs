@@ -1,7 +1,7 @@
 //! Bad requests get precise gRPC errors, never a panic, and the server
 //! keeps serving afterwards.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! and agnhost netexec's `/dial` reach a netexec server in another pod, which
 //! logs each request as the image does; nothing leaves the host.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -1,7 +1,7 @@
 //! The CRI 1.36 calls a kubelet of that release may make: the `Stream*` forms of the list
 //! RPCs, which answer what the `List*` forms answer, and `UpdatePodSandboxResources`.
 
-mod common;
+use crate::common;
 
 use common::{Env, expect_code};
 use nodeconform_cri::v1;

@@ -1,7 +1,7 @@
 //! The CRI and control sockets: permissions, sockets in use, stale and
 //! foreign files, and a clean shutdown.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! by two containers, `ExecSync` seeing the same files, and `hostname -f`
 //! reading the mounted `/etc/hosts`.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};

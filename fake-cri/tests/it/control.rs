@@ -1,7 +1,7 @@
 //! Every control-API fault, in process (`FakeCri::control`) and as JSON over
 //! HTTP on the control socket, observed through the CRI.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
