@@ -15,7 +15,7 @@ use nodeconform_harness::backend::{
 };
 use nodeconform_harness::case::{self, LoadedCase};
 use nodeconform_harness::report::{self, Outcome, RunReport};
-use nodeconform_harness::runner::{Janitor, case_run, ignore_reason, start_order};
+use nodeconform_harness::runner::{Janitor, case_run, default_jobs, ignore_reason, start_order};
 
 struct Env {
     cluster: Cluster,
@@ -38,10 +38,10 @@ fn not_built() -> Option<&'static str> {
 
 fn main() -> ExitCode {
     let mut args = Arguments::from_args();
-    // Cases mostly wait on the agent (the longest hold states for minutes, as upstream's
-    // tests do); running several per core keeps the suite short.
+    // As many at once as `nodeconform run` runs them (cases mostly wait on the agent;
+    // the longest hold states for minutes, as upstream's tests do).
     if args.test_threads.is_none() {
-        args.test_threads = Some(16);
+        args.test_threads = Some(default_jobs(&AgentSpec::Reference));
     }
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../cases");
     let loaded = case::load_dir(&dir);

@@ -167,19 +167,11 @@ pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
     if groups.iter().any(|g| g.spec == AgentSpec::Reference) {
         crate::logs::capture_tracing();
     }
-    // Cases mostly wait on the agent (probe periods, grace periods, holds), so
-    // several per core keep the suite short without loading the machine; an
-    // agent process per case (a kubelet) costs more than an in-process agent.
-    let per_core = if groups[0].spec == AgentSpec::Reference {
-        12
-    } else {
-        4
-    };
+    // A run's groups are of one kind: the agent the harness starts, or existing nodes.
     let per_node = args.jobs.unwrap_or_else(|| {
-        per_core
-            * std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2)
+        groups
+            .first()
+            .map_or(1, |g| crate::runner::default_jobs(&g.spec))
     });
     let mut runners = Vec::new();
     for group in groups {

@@ -219,6 +219,20 @@ impl Runner {
     }
 }
 
+/// How many cases run at once by default: twelve per core with the in-process
+/// reference agent, four per core when every case starts an agent process (a
+/// kubelet) or shares a running node. Cases mostly wait on the agent (probe
+/// periods, grace periods, holds of minutes), so several per core keep the suite
+/// short without loading the machine; an agent process per case costs more than an
+/// in-process agent. (With existing nodes, per node.)
+pub fn default_jobs(spec: &AgentSpec) -> usize {
+    let per_core = if *spec == AgentSpec::Reference { 12 } else { 4 };
+    per_core
+        * std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+}
+
 /// The order cases start in: the longest (by `timeout`) first, so the few that hold a state
 /// for minutes, as their upstream tests do, run beside the many short ones instead of after
 /// them. Cases of one length keep their order.
