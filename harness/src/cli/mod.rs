@@ -26,8 +26,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the cases against a cluster and an agent.
     Run(Box<RunArgs>),
-    /// Start a single-node cluster (API server double + fake-cri + an agent) for kubectl;
-    /// runs until Ctrl-C.
+    /// Start a cluster for kubectl (the API server double, and fake-cri and an agent per
+    /// node), or join nodes to an existing one; runs until Ctrl-C.
     Up(UpArgs),
     /// List the cases (`area::name`, tags, requirements).
     List(ListArgs),
