@@ -157,8 +157,8 @@ pub struct Nodes {
     counter: AtomicUsize,
     run_id: String,
     live: std::sync::Mutex<std::collections::BTreeSet<String>>,
-    /// Existing nodes: how many cases each runs now.
-    busy: std::sync::Mutex<Vec<(String, usize)>>,
+    /// Existing nodes: how many cases each runs now, in the order of the spec's names.
+    busy: std::sync::Mutex<Vec<usize>>,
     dir: Arc<tempfile::TempDir>,
 }
 
@@ -209,7 +209,7 @@ impl Nodes {
             run_id,
             live: Default::default(),
             busy: std::sync::Mutex::new(match &spec {
-                AgentSpec::Existing(names) => names.iter().map(|n| (n.clone(), 0)).collect(),
+                AgentSpec::Existing(names) => vec![0; names.len()],
                 _ => Vec::new(),
             }),
             spec,
@@ -227,7 +227,7 @@ impl Nodes {
     pub async fn acquire(&self, hint: &str) -> Result<NodeHandle> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let launch = match &self.spec {
-            AgentSpec::Existing(_) => return self.least_busy(),
+            AgentSpec::Existing(names) => return self.least_busy(names),
             AgentSpec::Reference => Launch::Reference { fast: true },
             AgentSpec::Command(template) => Launch::Command(template),
             AgentSpec::Kubelet(kubelet) => Launch::Kubelet(kubelet),
@@ -256,31 +256,34 @@ impl Nodes {
     }
 
     /// The existing node running the fewest cases, now running one more.
-    fn least_busy(&self) -> Result<NodeHandle> {
-        let mut busy = self
-            .busy
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (name, count) = busy
+    fn least_busy(&self, names: &[String]) -> Result<NodeHandle> {
+        let mut busy = self.busy();
+        let (at, count) = busy
             .iter_mut()
-            .min_by_key(|(_, count)| *count)
+            .enumerate()
+            .min_by_key(|(_, count)| **count)
             .ok_or_else(|| Error::Agent {
                 node: String::new(),
                 message: "no existing node to run on".into(),
             })?;
         *count += 1;
-        Ok(NodeHandle::existing(name))
+        Ok(NodeHandle::existing(&names[at]))
+    }
+
+    fn busy(&self) -> std::sync::MutexGuard<'_, Vec<usize>> {
+        self.busy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Stops a node the harness started and removes its Node and Lease objects; an
     /// existing node runs one case fewer.
     pub async fn release(&self, node: NodeHandle) {
         if !node.is_spawned() {
-            let mut busy = self
-                .busy
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some((_, count)) = busy.iter_mut().find(|(name, _)| *name == node.name) {
+            if let AgentSpec::Existing(names) = &self.spec
+                && let Some(at) = names.iter().position(|name| *name == node.name)
+                && let Some(count) = self.busy().get_mut(at)
+            {
                 *count = count.saturating_sub(1);
             }
             return;
