@@ -350,13 +350,16 @@ impl Up {
     /// nodes are deleted from it); removes the directory when it was the temporary one.
     pub async fn stop(self) {
         let joined = self.cluster.served_url().is_none();
-        for (node, _) in self.nodes {
+        let client = &self.cluster.client;
+        // Together, as they were started: each agent may take its grace period to stop.
+        futures::future::join_all(self.nodes.into_iter().map(|(node, _)| async move {
             let name = node.name.clone();
             node::stop(node).await;
             if joined {
-                backend::agent::delete_node_objects(&self.cluster.client, &name).await;
+                backend::agent::delete_node_objects(client, &name).await;
             }
-        }
+        }))
+        .await;
         self.cluster.teardown().await;
         if let Dir::Temporary(t) = self.dir
             && let Err(e) = t.close()
