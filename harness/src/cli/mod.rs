@@ -145,6 +145,13 @@ pub struct RunArgs {
     pub filter: Vec<String>,
 }
 
+impl RunArgs {
+    /// Whether the run goes to the cluster's nodes (`--all-nodes`, `--node-selector`).
+    fn on_all_nodes(&self) -> bool {
+        self.all_nodes || self.node_selector.is_some()
+    }
+}
+
 /// `nodeconform up`.
 #[derive(Debug, Args)]
 pub struct UpArgs {

@@ -59,7 +59,7 @@ fn select(args: &RunArgs) -> Result<Option<(Vec<LoadedCase>, Taxonomy)>, Error> 
 
 /// The groups of nodes the cases run on.
 async fn groups(args: &RunArgs, cluster: &Cluster) -> Result<Vec<Group>, Error> {
-    if args.all_nodes || args.node_selector.is_some() {
+    if args.on_all_nodes() {
         let selector = args.node_selector.as_deref();
         let found = node_groups::discover(&cluster.client, selector).await?;
         for (node, why) in &found.left_out {
@@ -104,6 +104,42 @@ fn jobs(spec: &AgentSpec, per_node: usize) -> usize {
     }
 }
 
+/// A runner for each group of nodes, with what the group is called when there are several.
+async fn runners(
+    args: &RunArgs,
+    cluster: &Cluster,
+    profile: Option<&crate::profile::Profile>,
+) -> Result<Vec<(Option<String>, Runner)>, Error> {
+    let groups = groups(args, cluster).await?;
+    if groups.iter().any(|g| g.spec == AgentSpec::Reference) {
+        crate::logs::capture_tracing();
+    }
+    // A run's groups are of one kind: the agent the harness starts, or existing nodes.
+    let per_node = args.jobs.unwrap_or_else(|| {
+        groups
+            .first()
+            .map_or(1, |g| crate::runner::default_jobs(&g.spec))
+    });
+    let mut runners = Vec::new();
+    for group in groups {
+        let nodes = Nodes::new(
+            cluster.client.clone(),
+            cluster.kubeconfig.clone(),
+            group.spec,
+        )?;
+        let runner = Runner {
+            client: cluster.client.clone(),
+            jobs: jobs(nodes.spec(), per_node),
+            nodes: Arc::new(nodes),
+            janitor: Arc::new(Janitor::default()),
+            gate: !args.no_gate,
+            profile: profile.cloned(),
+        };
+        runners.push((group.label, runner));
+    }
+    Ok(runners)
+}
+
 pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
     let Some((selected, taxonomy)) = select(&args)? else {
         return Ok(0);
@@ -124,7 +160,7 @@ pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
             backend: args.backend.as_str(),
         });
     }
-    if (args.all_nodes || args.node_selector.is_some()) && args.backend == BackendKind::Embedded {
+    if args.on_all_nodes() && args.backend == BackendKind::Embedded {
         return Err(Error::AllNodesEmbedded);
     }
     let options = ClusterOptions {
@@ -153,50 +189,17 @@ pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
         c = Cluster::start(args.backend, &options) => c?,
         _ = interrupted() => return Ok(130),
     };
-    let groups = match groups(&args, &cluster).await {
-        Ok(g) if g.len() > 1 && !human => Err(Error::SeveralGroupsOneFormat { groups: g.len() }),
+    let runners = match runners(&args, &cluster, profile.as_ref()).await {
+        Ok(r) if r.len() > 1 && !human => Err(Error::SeveralGroupsOneFormat { groups: r.len() }),
         other => other,
     };
-    let groups = match groups {
-        Ok(g) => g,
+    let runners = match runners {
+        Ok(r) => r,
         Err(e) => {
             cluster.teardown().await;
             return Err(e);
         }
     };
-    if groups.iter().any(|g| g.spec == AgentSpec::Reference) {
-        crate::logs::capture_tracing();
-    }
-    // A run's groups are of one kind: the agent the harness starts, or existing nodes.
-    let per_node = args.jobs.unwrap_or_else(|| {
-        groups
-            .first()
-            .map_or(1, |g| crate::runner::default_jobs(&g.spec))
-    });
-    let mut runners = Vec::new();
-    for group in groups {
-        let nodes = Nodes::new(
-            cluster.client.clone(),
-            cluster.kubeconfig.clone(),
-            group.spec,
-        );
-        let nodes = match nodes {
-            Ok(n) => Arc::new(n),
-            Err(e) => {
-                cluster.teardown().await;
-                return Err(e.into());
-            }
-        };
-        let runner = Runner {
-            client: cluster.client.clone(),
-            jobs: jobs(nodes.spec(), per_node),
-            nodes,
-            janitor: Arc::new(Janitor::default()),
-            gate: !args.no_gate,
-            profile: profile.clone(),
-        };
-        runners.push((group.label, runner));
-    }
     let agents = match runners.as_slice() {
         [(None, runner)] => runner.nodes.spec().describe(),
         _ => format!(
