@@ -83,9 +83,6 @@ async fn runner_with(agent: &Path) -> (Cluster, Runner) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_agent_fails_with_a_timeline() {
     let Some(agent) = stuck_agent() else {
-        eprintln!(
-            "note: examples/stuck_agent is not built (run `cargo test` without --test); skipped"
-        );
         return;
     };
     let loaded = runs_case(CASE);
@@ -135,9 +132,6 @@ async fn a_wrong_agent_fails_with_a_timeline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_runs_no_pod_stops_the_run_at_the_gate() {
     let Some(agent) = stuck_agent() else {
-        eprintln!(
-            "note: examples/stuck_agent is not built (run `cargo test` without --test); skipped"
-        );
         return;
     };
     let gate = CASE.replace("timeout: 10s", "tags: [gate]\ntimeout: 10s");
@@ -185,9 +179,6 @@ async fn an_interrupted_run_deletes_what_it_made() {
     use kube::api::ListParams;
 
     let Some(agent) = stuck_agent() else {
-        eprintln!(
-            "note: examples/stuck_agent is not built (run `cargo test` without --test); skipped"
-        );
         return;
     };
     let text = CASE

@@ -29,9 +29,6 @@ fn cases(results: &Value) -> &Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_nodes_runs_each_agent_on_its_own_nodes_side_by_side() {
     let Some(stuck) = stuck_agent() else {
-        eprintln!(
-            "note: examples/stuck_agent is not built (run `cargo test` without --test); skipped"
-        );
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
