@@ -34,12 +34,12 @@ pub struct Object {
 
 impl Object {
     pub(crate) fn new(value: Value, rv: u64) -> Result<Arc<Self>> {
-        let json = serde_json::to_vec(&value).map_err(|e| Error::Internal {
+        let json = to_bytes(&value).map_err(|e| Error::Internal {
             message: format!("serializing object: {e}"),
         })?;
         Ok(Arc::new(Object {
             value,
-            json: Bytes::from(json),
+            json,
             rv,
             item: std::sync::OnceLock::new(),
         }))
@@ -55,7 +55,7 @@ impl Object {
                     map.remove("kind");
                     map.remove("apiVersion");
                 }
-                Bytes::from(serde_json::to_vec(&value).unwrap_or_default())
+                to_bytes(&value).unwrap_or_default()
             })
             .clone()
     }
@@ -69,6 +69,14 @@ impl Object {
     pub fn name(&self) -> &str {
         meta::str_field(&self.value, "name")
     }
+}
+
+/// `value` serialized, in a buffer of its size: the serializer doubles its buffer as it goes,
+/// and the store keeps these bytes as long as the object (a pod's ~2.4 KB would hold 4 KB).
+fn to_bytes(value: &Value) -> serde_json::Result<Bytes> {
+    let mut json = serde_json::to_vec(value)?;
+    json.shrink_to_fit();
+    Ok(Bytes::from(json))
 }
 
 /// The watch event types the store records.

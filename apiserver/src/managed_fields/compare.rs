@@ -49,8 +49,9 @@ pub(super) fn fields_of(fields: &'static [Field], out: &mut Vec<&'static Field>)
     }
 }
 
-/// The children of a value: element, its value, its shape.
-fn children(shape: Shape, v: &Value) -> Vec<(Element, Value, Shape)> {
+/// The children of a value: element, its value, its shape. Borrowed: the walk goes as
+/// deep as the object, and a copy per level would copy every subtree once per ancestor.
+fn children(shape: Shape, v: &Value) -> Vec<(Element, &Value, Shape)> {
     match shape {
         Shape::Leaf => vec![],
         Shape::Struct(fields) => {
@@ -64,7 +65,7 @@ fn children(shape: Shape, v: &Value) -> Vec<(Element, Value, Shape)> {
                     let value = map.get(f.name)?;
                     Some((
                         Element::Field(f.name.to_owned()),
-                        value.clone(),
+                        value,
                         shape_of(&f.ty, f.list, f.atomic),
                     ))
                 })
@@ -77,7 +78,7 @@ fn children(shape: Shape, v: &Value) -> Vec<(Element, Value, Shape)> {
             .map(|(k, v)| {
                 (
                     Element::Field(k.clone()),
-                    v.clone(),
+                    v,
                     shape_of(item, List::Atomic, false),
                 )
             })
@@ -89,7 +90,7 @@ fn children(shape: Shape, v: &Value) -> Vec<(Element, Value, Shape)> {
             .map(|i| {
                 (
                     Element::Key(key_of(i, keys)),
-                    i.clone(),
+                    i,
                     shape_of(item, List::Atomic, atomic),
                 )
             })
@@ -98,7 +99,7 @@ fn children(shape: Shape, v: &Value) -> Vec<(Element, Value, Shape)> {
             .as_array()
             .into_iter()
             .flatten()
-            .map(|i| (Element::Value(i.to_string()), i.clone(), Shape::Leaf))
+            .map(|i| (Element::Value(i.to_string()), i, Shape::Leaf))
             .collect(),
     }
 }
@@ -164,25 +165,13 @@ fn walk(
         (None, Some(n)) => {
             changed.member = true;
             for (e, v, s) in children(shape, n) {
-                walk(
-                    s,
-                    None,
-                    Some(&v),
-                    changed.child(e.clone()),
-                    &mut Set::default(),
-                );
+                walk(s, None, Some(v), changed.child(e), &mut Set::default());
             }
         }
         (Some(o), None) => {
             removed.member = true;
             for (e, v, s) in children(shape, o) {
-                walk(
-                    s,
-                    Some(&v),
-                    None,
-                    &mut Set::default(),
-                    removed.child(e.clone()),
-                );
+                walk(s, Some(v), None, &mut Set::default(), removed.child(e));
             }
         }
         (Some(o), Some(n)) if leaf => {
@@ -194,7 +183,7 @@ fn walk(
             let before = children(shape, o);
             let after = children(shape, n);
             for (e, v, s) in &after {
-                let was = before.iter().find(|(b, ..)| b == e).map(|(_, v, _)| v);
+                let was = before.iter().find(|(b, ..)| b == e).map(|(_, v, _)| *v);
                 walk(
                     *s,
                     was,
@@ -234,7 +223,7 @@ fn fill(shape: Shape, value: &Value, out: &mut Set, item: bool) {
             out.member |= item;
             for (e, v, s) in children(shape, value) {
                 let is_item = matches!(e, Element::Key(_) | Element::Value(_));
-                fill(s, &v, out.child(e), is_item);
+                fill(s, v, out.child(e), is_item);
             }
         }
     }
