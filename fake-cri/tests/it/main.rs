@@ -1,6 +1,5 @@
 //! fake-cri's integration tests, in one binary: each of these modules was a test
-//! binary of its own, linking the whole dependency graph again (`scale.rs` stays
-//! apart: it times 1,000 containers and wants the machine to itself).
+//! binary of its own, linking the whole dependency graph again.
 
 mod common;
 
@@ -16,6 +15,7 @@ mod lifecycle;
 mod list_streams;
 mod pod_network;
 mod rpcs;
+mod scale;
 mod sockets;
 mod streaming;
 mod volumes;

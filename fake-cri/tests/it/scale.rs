@@ -1,11 +1,9 @@
-//! 1,000 containers created and run concurrently: none is lost.
+//! 1,000 containers created and run concurrently: none is lost. (How fast: the crate's
+//! benchmark, `nodeconform-fake-cri bench`, not this test.)
 
-#[path = "it/common/mod.rs"]
-mod common;
+use std::time::Duration;
 
-use std::time::{Duration, Instant};
-
-use common::{Env, script_config};
+use crate::common::{Env, script_config};
 use nodeconform_cri::v1;
 
 const CONTAINERS: usize = 1_000;
@@ -19,7 +17,6 @@ async fn a_thousand_concurrent_containers() {
     for i in 0..SANDBOXES {
         sandboxes.push(env.sandbox(&format!("pod-{i}")).await);
     }
-    let started = Instant::now();
     let tasks: Vec<_> = (0..CONTAINERS)
         .map(|i| {
             let mut runtime = env.runtime.clone();
@@ -52,7 +49,6 @@ async fn a_thousand_concurrent_containers() {
     for task in tasks {
         ids.push(task.await.expect("create and start"));
     }
-    let launched = started.elapsed();
 
     let exited = v1::ContainerFilter {
         state: Some(v1::ContainerStateValue {
@@ -60,16 +56,15 @@ async fn a_thousand_concurrent_containers() {
         }),
         ..Default::default()
     };
-    tokio::time::timeout(Duration::from_secs(10), async {
+    // Each sleeps one simulated second; the bound only keeps a lost container from hanging
+    // the test.
+    tokio::time::timeout(Duration::from_secs(60), async {
         while env.container_ids(Some(exited.clone())).await.len() < CONTAINERS {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     })
     .await
-    .unwrap_or_else(|_| {
-        panic!("not all {CONTAINERS} containers exited within 10 s (launched in {launched:?})")
-    });
-    let total = started.elapsed();
+    .unwrap_or_else(|_| panic!("not all {CONTAINERS} containers exited within 60 s"));
 
     let mut listed = env.container_ids(None).await;
     ids.sort();
@@ -130,9 +125,4 @@ async fn a_thousand_concurrent_containers() {
             status.id
         );
     }
-    assert!(total < Duration::from_secs(10), "took {total:?}");
-    eprintln!(
-        "{CONTAINERS} containers: launched in {launched:?}, all exited after {total:?}, checked after {:?}",
-        started.elapsed()
-    );
 }
