@@ -33,7 +33,7 @@ use tracing::Instrument;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::pod_logs::{self, Context, Query};
-use crate::{stats_summary, streaming};
+use crate::{server, stats_summary, streaming};
 
 /// Errors starting the server.
 #[derive(Debug, thiserror::Error)]
@@ -62,7 +62,7 @@ pub async fn spawn(
     addr: SocketAddr,
     node_ip: IpAddr,
     ctx: Context,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), Error> {
     let acceptor = acceptor(addr.ip(), node_ip)?;
     let listener = TcpListener::bind(addr)
@@ -73,34 +73,22 @@ pub async fn spawn(
         .map_err(|source| Error::Bind { addr, source })?;
     let ctx = Arc::new(ctx);
     let stop = shutdown.clone();
-    let accept = async move {
-        loop {
-            let stream = tokio::select! {
-                s = listener.accept() => match s {
-                    Ok((s, _)) => s,
-                    Err(_) => continue,
-                },
-                _ = shutdown.changed() => return,
+    let task = server::accept_loop(listener, shutdown, move |stream| {
+        let (acceptor, ctx, stop) = (acceptor.clone(), ctx.clone(), stop.clone());
+        async move {
+            let Ok(tls) = acceptor.accept(stream).await else {
+                return;
             };
-            let (acceptor, ctx, stop) = (acceptor.clone(), ctx.clone(), stop.clone());
-            tokio::spawn(
-                async move {
-                    let Ok(tls) = acceptor.accept(stream).await else {
-                        return;
-                    };
-                    let service = service_fn(move |req| {
-                        let (ctx, stop) = (ctx.clone(), stop.clone());
-                        async move { Ok::<_, Infallible>(route(&ctx, req, stop).await) }
-                    });
-                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .serve_connection_with_upgrades(TokioIo::new(tls), service)
-                        .await;
-                }
-                .in_current_span(),
-            );
+            let service = service_fn(move |req| {
+                let (ctx, stop) = (ctx.clone(), stop.clone());
+                async move { Ok::<_, Infallible>(route(&ctx, req, stop).await) }
+            });
+            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                .serve_connection_with_upgrades(TokioIo::new(tls), service)
+                .await;
         }
-    };
-    Ok((local, tokio::spawn(accept.in_current_span())))
+    });
+    Ok((local, task))
 }
 
 /// A self-signed certificate for the bound address, the node IP, `127.0.0.1`

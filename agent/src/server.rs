@@ -9,7 +9,7 @@ use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tracing::Instrument;
 
@@ -19,10 +19,38 @@ use crate::metrics::Metrics;
 pub async fn spawn(
     addr: SocketAddr,
     metrics: Arc<Metrics>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
+    let task = accept_loop(listener, shutdown, move |stream| {
+        let metrics = metrics.clone();
+        async move {
+            let service = service_fn(move |req: Request<hyper::body::Incoming>| {
+                let metrics = metrics.clone();
+                async move { Ok::<_, Infallible>(route(&req, &metrics)) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        }
+    });
+    Ok((local, task))
+}
+
+/// Accepts connections on `listener` until `shutdown` changes and serves each with
+/// `serve` in a task of its own (both of the agent's servers: this one and
+/// [`crate::kubelet_server`]). A failed accept is skipped; connections already accepted
+/// run to their end.
+pub(crate) fn accept_loop<F, Fut>(
+    listener: TcpListener,
+    mut shutdown: watch::Receiver<bool>,
+    serve: F,
+) -> tokio::task::JoinHandle<()>
+where
+    F: Fn(TcpStream) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let accept = async move {
         loop {
             let stream = tokio::select! {
@@ -32,20 +60,10 @@ pub async fn spawn(
                 },
                 _ = shutdown.changed() => return,
             };
-            let metrics = metrics.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let metrics = metrics.clone();
-                    async move { Ok::<_, Infallible>(route(&req, &metrics)) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
+            tokio::spawn(serve(stream).in_current_span());
         }
     };
-    let task = tokio::spawn(accept.in_current_span());
-    Ok((local, task))
+    tokio::spawn(accept.in_current_span())
 }
 
 fn route<B>(req: &Request<B>, metrics: &Metrics) -> Response<Full<Bytes>> {
