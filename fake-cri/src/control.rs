@@ -232,47 +232,84 @@ pub struct ContainerSummary {
     pub exit_code: i32,
 }
 
-#[derive(Debug, Deserialize)]
+/// The body of `POST /v1/runtime`: the runtime's conditions to set (what is left out stays).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RuntimeBody {
-    runtime_ready: Option<bool>,
-    network_ready: Option<bool>,
-    reason: Option<String>,
-    message: Option<String>,
+pub struct RuntimeBody {
+    /// `RuntimeReady`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_ready: Option<bool>,
+    /// `NetworkReady`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_ready: Option<bool>,
+    /// The reason of a condition set false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Its message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// The body of `POST /v1/kill`: a container by id, or a pod's containers (one by name, or
+/// all) by namespace and pod name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct KillBody {
-    container_id: Option<String>,
-    namespace: Option<String>,
-    pod: Option<String>,
-    container: Option<String>,
+pub struct KillBody {
+    /// The container's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container_id: Option<String>,
+    /// The pod's namespace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The pod's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// The container's name in the pod (every container when left out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// Killed by the OOM killer (`reason: OOMKilled`, exit code 137).
     #[serde(default)]
-    oom: bool,
+    pub oom: bool,
 }
 
-#[derive(Debug, Deserialize)]
+/// The body of `POST /v1/faults`: the next `count` calls of `rpc` fail with `code`, are
+/// delayed by `delay_ms`, or both.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct FaultBody {
-    rpc: String,
+pub struct FaultBody {
+    /// The CRI method's name (`StartContainer`).
+    pub rpc: String,
+    /// How many calls.
     #[serde(default = "one")]
-    count: u32,
-    code: Option<String>,
-    message: Option<String>,
-    #[serde(default)]
-    delay_ms: u64,
+    pub count: u32,
+    /// The gRPC code, by name (`Unavailable`) or number (`14`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The status message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Milliseconds each call waits first.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_ms: u64,
 }
 
 fn one() -> u32 {
     1
 }
 
-#[derive(Debug, Deserialize)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The body of `PUT /v1/imagefs`: the image filesystem's usage (and capacity) to report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ImageFsBody {
-    used_bytes: u64,
-    capacity_bytes: Option<u64>,
+pub struct ImageFsBody {
+    /// Bytes used.
+    pub used_bytes: u64,
+    /// Capacity in bytes, if reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_bytes: Option<u64>,
 }
 
 impl IntoResponse for ControlError {

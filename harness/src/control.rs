@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use serde_json::{Value, json};
+use nodeconform_fake_cri::Snapshot;
+use nodeconform_fake_cri::control::{FaultBody, ImageFsBody, KillBody, RuntimeBody};
+use serde::Serialize;
+use serde_json::Value;
 use tokio::net::UnixStream;
 
 use crate::case::Fault;
@@ -32,6 +35,15 @@ pub enum Error {
         /// Why.
         #[source]
         source: hyper::Error,
+    },
+    /// The answer is not what the control API answers.
+    #[error("control request GET {path}: unexpected answer")]
+    Decode {
+        /// Path.
+        path: &'static str,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
     },
     /// The API answered with an error status.
     #[error("control request {method} {path} answered {status}: {body}")]
@@ -131,85 +143,93 @@ impl Client {
         self.request(method, path, body).await
     }
 
+    /// `GET /v1/state`: every sandbox and container the runtime has.
+    pub async fn state(&self) -> Result<Snapshot, Error> {
+        const PATH: &str = "/v1/state";
+        let state = self.request("GET", PATH, None).await?;
+        serde_json::from_value(state).map_err(|source| Error::Decode { path: PATH, source })
+    }
+
     /// `GET /healthz`.
     pub async fn healthy(&self) -> bool {
         self.request("GET", "/healthz", None).await.is_ok()
     }
 }
 
-/// The HTTP request that injects `fault` (method, path, JSON body).
+/// The HTTP request that injects `fault` (method, path, JSON body), in fake-cri's own
+/// types of the control API's bodies.
 pub fn request_for(
     fault: &Fault,
     namespace: &str,
     pod: &str,
 ) -> (&'static str, &'static str, Option<Value>) {
     match fault {
-        Fault::Runtime(r) => {
-            let mut body = serde_json::Map::new();
-            if let Some(v) = r.runtime_ready {
-                body.insert("runtimeReady".into(), v.into());
-            }
-            if let Some(v) = r.network_ready {
-                body.insert("networkReady".into(), v.into());
-            }
-            if let Some(v) = &r.reason {
-                body.insert("reason".into(), v.clone().into());
-            }
-            if let Some(v) = &r.message {
-                body.insert("message".into(), v.clone().into());
-            }
-            ("POST", "/v1/runtime", Some(Value::Object(body)))
-        }
+        Fault::Runtime(r) => (
+            "POST",
+            "/v1/runtime",
+            Some(json(RuntimeBody {
+                runtime_ready: r.runtime_ready,
+                network_ready: r.network_ready,
+                reason: r.reason.clone(),
+                message: r.message.clone(),
+            })),
+        ),
         Fault::Kill(k) => (
             "POST",
             "/v1/kill",
-            Some(
-                json!({"namespace": namespace, "pod": pod, "container": k.container, "oom": k.oom}),
-            ),
+            Some(json(KillBody {
+                namespace: Some(namespace.to_owned()),
+                pod: Some(pod.to_owned()),
+                container: Some(k.container.clone()),
+                oom: k.oom,
+                ..KillBody::default()
+            })),
         ),
-        Fault::FailNext(f) => {
-            let mut body = json!({"rpc": f.rpc, "count": f.count});
-            if let Some(code) = &f.code {
-                body["code"] = code.clone().into();
-            }
-            if let Some(message) = &f.message {
-                body["message"] = message.clone().into();
-            }
-            if let Some(delay) = f.delay {
-                body["delayMs"] = (delay.get().as_millis() as u64).into();
-            }
-            ("POST", "/v1/faults", Some(body))
-        }
-        Fault::ImageFs(i) => {
-            let mut body = json!({"usedBytes": i.used_bytes});
-            if let Some(c) = i.capacity_bytes {
-                body["capacityBytes"] = c.into();
-            }
-            ("PUT", "/v1/imagefs", Some(body))
-        }
+        Fault::FailNext(f) => (
+            "POST",
+            "/v1/faults",
+            Some(json(FaultBody {
+                rpc: f.rpc.clone(),
+                count: f.count,
+                code: f.code.clone(),
+                message: f.message.clone(),
+                delay_ms: f.delay.map_or(0, |d| d.get().as_millis() as u64),
+            })),
+        ),
+        Fault::ImageFs(i) => (
+            "PUT",
+            "/v1/imagefs",
+            Some(json(ImageFsBody {
+                used_bytes: i.used_bytes,
+                capacity_bytes: i.capacity_bytes,
+            })),
+        ),
         Fault::RestartRuntime => ("POST", "/v1/restart", None),
         Fault::ClearFaults => ("DELETE", "/v1/faults", None),
     }
 }
 
-/// `None` when the control API's `/v1/state` answer satisfies `exp` for pod `namespace/pod`.
+/// A body as JSON. The bodies are plain structs of strings, numbers and booleans, which
+/// always serialize.
+fn json(body: impl Serialize) -> Value {
+    serde_json::to_value(body).expect("a control API body serializes")
+}
+
+/// `None` when the runtime's `state` satisfies `exp` for pod `namespace/pod`.
 pub fn runtime_mismatch(
     exp: &crate::case::RuntimeExpectation,
-    state: &Value,
+    state: &Snapshot,
     namespace: &str,
     pod: &str,
 ) -> Option<String> {
-    let empty = Vec::new();
     if let Some(want) = exp.running_containers {
-        let containers = state["containers"].as_array().unwrap_or(&empty);
-        let running: Vec<&str> = containers
+        let running: Vec<&str> = state
+            .containers
             .iter()
             .filter(|c| {
-                c["podNamespace"] == namespace
-                    && c["podName"] == pod
-                    && c["state"] == "CONTAINER_RUNNING"
+                c.pod_namespace == namespace && c.pod_name == pod && c.state == "CONTAINER_RUNNING"
             })
-            .map(|c| c["name"].as_str().unwrap_or("?"))
+            .map(|c| c.name.as_str())
             .collect();
         if running.len() != want {
             return Some(format!(
@@ -220,12 +240,10 @@ pub fn runtime_mismatch(
         }
     }
     if let Some(want) = exp.ready_sandboxes {
-        let sandboxes = state["sandboxes"].as_array().unwrap_or(&empty);
-        let ready = sandboxes
+        let ready = state
+            .sandboxes
             .iter()
-            .filter(|s| {
-                s["namespace"] == namespace && s["name"] == pod && s["state"] == "SANDBOX_READY"
-            })
+            .filter(|s| s.namespace == namespace && s.name == pod && s.state == "SANDBOX_READY")
             .count();
         if ready != want {
             return Some(format!(
@@ -240,12 +258,13 @@ pub fn runtime_mismatch(
 mod tests {
     #[test]
     fn runtime_state_counts_the_pods_containers() {
-        let state = json!({"runtimeReady": true, "networkReady": true,
+        let state: Snapshot = serde_json::from_value(json!({"runtimeReady": true, "networkReady": true,
         "sandboxes": [{"id": "s", "name": "p", "namespace": "ns", "uid": "u", "state": "SANDBOX_READY"}],
         "containers": [
             {"id": "1", "sandboxId": "s", "name": "c", "podName": "p", "podNamespace": "ns", "podUid": "u", "state": "CONTAINER_RUNNING", "exitCode": 0},
             {"id": "2", "sandboxId": "x", "name": "c", "podName": "p", "podNamespace": "other", "podUid": "v", "state": "CONTAINER_RUNNING", "exitCode": 0}
-        ]});
+        ]}))
+        .unwrap();
         let exp: crate::case::RuntimeExpectation =
             serde_yaml::from_str("runningContainers: 0").unwrap();
         let m = runtime_mismatch(&exp, &state, "ns", "p").unwrap();
@@ -260,6 +279,7 @@ mod tests {
 
     use super::*;
     use crate::case::model::{KillFault, RuntimeFault};
+    use serde_json::json;
 
     #[test]
     fn faults_map_to_the_documented_requests() {

@@ -507,10 +507,7 @@ impl Ctx<'_> {
             .unwrap_or(Duration::from_secs(30));
         let until = (Instant::now() + within).min(self.deadline);
         loop {
-            let state = control
-                .request("GET", "/v1/state", None)
-                .await
-                .map_err(|e| e.to_string())?;
+            let state = control.state().await.map_err(|e| e.to_string())?;
             let problem = match crate::control::runtime_mismatch(
                 exp,
                 &state,
