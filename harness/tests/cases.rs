@@ -103,6 +103,7 @@ fn main() -> ExitCode {
         }
         envs.push(env);
     }
+    on_signal(&runtime, envs.clone());
     let conclusion = libtest_mimic::run(&args, trials);
     for env in envs {
         if let Some(Ok(env)) = Arc::try_unwrap(env).ok().and_then(|cell| cell.into_inner()) {
@@ -113,6 +114,36 @@ fn main() -> ExitCode {
         }
     }
     conclusion.exit_code()
+}
+
+/// Ctrl-C, or SIGTERM (`.ci/run` stopping this test in the background), ends the run as it
+/// ends `nodeconform run`: nothing the cases made stays on the host. The process exits at
+/// once, so the nodes' directories are removed here rather than by the teardown.
+fn on_signal(runtime: &tokio::runtime::Runtime, envs: Vec<Arc<OnceLock<Result<Env, String>>>>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut interrupt), Ok(mut terminate)) = runtime.block_on(async {
+        (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        )
+    }) else {
+        return;
+    };
+    runtime.spawn(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        eprintln!("\ninterrupted: removing the nodes' directories");
+        for env in &envs {
+            if let Some(Ok(env)) = env.get()
+                && let Err(e) = env.nodes.remove_files()
+            {
+                eprintln!("could not remove the nodes' directory: {e}");
+            }
+        }
+        std::process::exit(130);
+    });
 }
 
 fn short_path(message: &str) -> String {

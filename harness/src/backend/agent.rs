@@ -296,6 +296,23 @@ impl Nodes {
         }
     }
 
+    /// Removes every node's directory (sockets, agent roots, logs) at once, for a process
+    /// about to exit on a signal without its normal teardown. Agents still running may
+    /// create a file meanwhile, so a failed removal is tried again.
+    pub fn remove_files(&self) -> std::io::Result<()> {
+        let mut result = Ok(());
+        for _ in 0..3 {
+            result = match std::fs::remove_dir_all(self.dir.path()) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                other => other,
+            };
+            if result.is_ok() {
+                break;
+            }
+        }
+        result
+    }
+
     /// Deletes the Node and Lease objects of nodes never released (their cases were interrupted).
     pub async fn release_all(&self) {
         let names: Vec<String> = self
