@@ -329,18 +329,8 @@ async fn image_fs_usage() {
     let used = |info: &v1::ImageFsInfoResponse| {
         info.image_filesystems[0].used_bytes.as_ref().unwrap().value
     };
-    let info = |env: &mut Env| {
-        let mut images = env.images.clone();
-        async move {
-            images
-                .image_fs_info(v1::ImageFsInfoRequest {})
-                .await
-                .unwrap()
-                .into_inner()
-        }
-    };
     env.cri.control().set_image_fs_usage(123_456, Some(1 << 30));
-    assert_eq!(used(&info(env).await), 123_456);
+    assert_eq!(used(&env.image_fs_info().await), 123_456);
 
     let (code, body) = env
         .http(
@@ -354,7 +344,7 @@ async fn image_fs_usage() {
         body,
         json!({"usedBytes": 987_654_321, "capacityBytes": 2_000_000_000})
     );
-    assert_eq!(used(&info(env).await), 987_654_321);
+    assert_eq!(used(&env.image_fs_info().await), 987_654_321);
 }
 
 #[tokio::test]

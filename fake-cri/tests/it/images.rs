@@ -182,18 +182,8 @@ async fn image_fs_info_counts_images_and_containers() {
     let dir = tempfile::tempdir().unwrap();
     let state_dir = dir.path().to_owned();
     let mut env = Env::start_with(|b| b.state_dir(&state_dir)).await;
-    let info = |env: &mut Env| {
-        let mut images = env.images.clone();
-        async move {
-            images
-                .image_fs_info(v1::ImageFsInfoRequest {})
-                .await
-                .unwrap()
-                .into_inner()
-        }
-    };
     let used = |fs: &v1::FilesystemUsage| fs.used_bytes.as_ref().unwrap().value;
-    let empty = info(&mut env).await;
+    let empty = env.image_fs_info().await;
     assert_eq!(empty.image_filesystems.len(), 1);
     assert_eq!(empty.container_filesystems.len(), 1);
     assert_eq!(used(&empty.image_filesystems[0]), 0);
@@ -211,7 +201,7 @@ async fn image_fs_info_counts_images_and_containers() {
     env.pull("busybox").await.unwrap();
     env.pull("nginx:1.27").await.unwrap();
     let sizes: u64 = list(&mut env, None).await.iter().map(|i| i.size).sum();
-    let pulled = info(&mut env).await;
+    let pulled = env.image_fs_info().await;
     assert_eq!(
         used(&pulled.image_filesystems[0]),
         sizes,
@@ -228,7 +218,7 @@ async fn image_fs_info_counts_images_and_containers() {
 
     let sandbox = env.sandbox("pod").await;
     env.create(&sandbox, "c", "exit 0").await.unwrap();
-    let with_container = info(&mut env).await;
+    let with_container = env.image_fs_info().await;
     assert!(
         used(&with_container.container_filesystems[0]) > used(&pulled.container_filesystems[0])
     );

@@ -85,31 +85,12 @@ async fn runtime_config_reports_the_cgroup_driver() {
 async fn update_runtime_config_refuses_a_malformed_cidr() {
     let mut env = Env::start().await;
     for cidr in ["banana", "10.0.0.0/33", "fd00::/64"] {
-        let error = env
-            .runtime
-            .update_runtime_config(v1::UpdateRuntimeConfigRequest {
-                runtime_config: Some(v1::RuntimeConfig {
-                    network_config: Some(v1::NetworkConfig {
-                        pod_cidr: cidr.to_owned(),
-                    }),
-                }),
-            })
-            .await
-            .unwrap_err();
+        let error = env.set_pod_cidr(cidr).await.unwrap_err();
         assert_eq!(error.code(), tonic::Code::InvalidArgument, "{cidr}");
         assert!(error.message().contains(cidr), "{}", error.message());
     }
     // Dual stack: the IPv4 network is used.
-    env.runtime
-        .update_runtime_config(v1::UpdateRuntimeConfigRequest {
-            runtime_config: Some(v1::RuntimeConfig {
-                network_config: Some(v1::NetworkConfig {
-                    pod_cidr: "fd00::/64,127.9.0.0/16".to_owned(),
-                }),
-            }),
-        })
-        .await
-        .unwrap();
+    env.set_pod_cidr("fd00::/64,127.9.0.0/16").await.unwrap();
     let id = env.sandbox("a").await;
     let ip = env.pod_ip(&id).await;
     assert!(ip.starts_with("127.9."), "{ip}");
@@ -120,16 +101,7 @@ async fn update_runtime_config_sets_a_loopback_pod_cidr_only() {
     let mut env = Env::start().await;
     for cidr in ["127.244.7.0/24", "10.244.0.0/16"] {
         // The second, off the host, is accepted and left aside: pod IPs stay on loopback.
-        env.runtime
-            .update_runtime_config(v1::UpdateRuntimeConfigRequest {
-                runtime_config: Some(v1::RuntimeConfig {
-                    network_config: Some(v1::NetworkConfig {
-                        pod_cidr: cidr.to_owned(),
-                    }),
-                }),
-            })
-            .await
-            .unwrap();
+        env.set_pod_cidr(cidr).await.unwrap();
     }
     let mut ips = Vec::new();
     for name in ["a", "b", "c"] {

@@ -103,6 +103,29 @@ impl Env {
         self.run_with(sandbox, web).await
     }
 
+    /// `UpdateRuntimeConfig` with `pod_cidr` as the kubelet sends its node's `podCIDR`.
+    pub async fn set_pod_cidr(&mut self, pod_cidr: &str) -> Result<(), tonic::Status> {
+        self.runtime
+            .update_runtime_config(v1::UpdateRuntimeConfigRequest {
+                runtime_config: Some(v1::RuntimeConfig {
+                    network_config: Some(v1::NetworkConfig {
+                        pod_cidr: pod_cidr.to_owned(),
+                    }),
+                }),
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// `ImageFsInfo`.
+    pub async fn image_fs_info(&mut self) -> v1::ImageFsInfoResponse {
+        self.images
+            .image_fs_info(v1::ImageFsInfoRequest {})
+            .await
+            .expect("ImageFsInfo")
+            .into_inner()
+    }
+
     /// The pod IP `PodSandboxStatus` reports.
     pub async fn pod_ip(&mut self, id: &str) -> String {
         let status = self.sandbox_status(id).await.unwrap().status.unwrap();
