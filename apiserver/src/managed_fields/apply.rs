@@ -28,8 +28,7 @@ pub fn apply(
     let Some(fields) = wire::root(resource) else {
         return Ok(merged);
     };
-    let zero = empty(resource);
-    let live_value = live.unwrap_or(&zero);
+    let live_value = live.unwrap_or_else(|| empty(resource));
     let mut entries = read(live_value);
     let (manager, sub) = (writer.manager.as_str(), writer.subresource.as_deref());
     let ignore = ignored(resource, sub);

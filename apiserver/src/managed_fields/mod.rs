@@ -14,6 +14,8 @@ pub mod set;
 
 pub use apply::{Conflicts, apply};
 
+use std::sync::{LazyLock, OnceLock};
+
 use serde_json::{Value, json};
 
 use crate::meta;
@@ -292,17 +294,22 @@ fn now() -> String {
     meta::now()
 }
 
-/// The zero object of `resource`'s Go type: what a create is compared with.
-fn empty(resource: &Resource) -> Value {
-    let mut v = json!({});
-    if let Some(fields) = wire::root(resource) {
-        wire::encode_as(fields, &mut v);
-    }
-    if resource.converted() {
-        // The zero value in storage shape, for `changes` to convert like the others.
-        return crate::events::to_core(v);
-    }
-    v
+/// The zero object of `resource`'s Go type: what a create is compared with. Made once per
+/// resource: every create of a kind compares with the same zero object.
+fn empty(resource: &Resource) -> &'static Value {
+    static ZEROS: LazyLock<Vec<OnceLock<Value>>> =
+        LazyLock::new(|| resources::ALL.iter().map(|_| OnceLock::new()).collect());
+    ZEROS[resource.id].get_or_init(|| {
+        let mut v = json!({});
+        if let Some(fields) = wire::root(resource) {
+            wire::encode_as(fields, &mut v);
+        }
+        if resource.converted() {
+            // The zero value in storage shape, for `changes` to convert like the others.
+            return crate::events::to_core(v);
+        }
+        v
+    })
 }
 
 /// What `old` → `new` changed, for `resource` (`new` and `old` as stored, their
@@ -357,8 +364,7 @@ pub fn update(resource: &Resource, old: Option<&Value>, new: &mut Value, writer:
         }
         Operation::Update => {}
     }
-    let zero = empty(resource);
-    let before = old.unwrap_or(&zero);
+    let before = old.unwrap_or_else(|| empty(resource));
     // Objects nobody tracks stay untracked until someone applies (upstream's
     // `SkipNonAppliedManager`): an update of an object without managed fields records none.
     if old.is_some_and(|o| read(o).is_empty()) {
