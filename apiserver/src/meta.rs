@@ -1,7 +1,7 @@
 //! Small helpers over objects kept as JSON: reading and writing `metadata` fields,
 //! timestamps in the upstream formats, uids and `generateName` suffixes.
 
-use rand::Rng;
+use rand::RngExt;
 use serde_json::{Map, Value};
 
 /// `metadata.<field>` as a string, `""` when absent.

@@ -84,7 +84,7 @@ pub fn allocate(service: &mut Value, taken: &[String]) {
         return;
     }
     if str_of(spec, "clusterIP").is_empty() {
-        use rand::Rng;
+        use rand::RngExt;
         let mut rng = rand::rng();
         // 10.96.0.1 is the `kubernetes` service's.
         let ip = loop {

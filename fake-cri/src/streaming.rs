@@ -22,7 +22,7 @@ use hyper_util::rt::TokioIo;
 use nodeconform_cri::v1;
 use nodeconform_stream::remotecommand::{self, Options, Outcome};
 use nodeconform_stream::{portforward, upgrade, websocket};
-use rand::Rng;
+use rand::RngExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tonic::Status;

@@ -4,7 +4,7 @@
 //! diverges, ready to become a recorded fixture.
 
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
 
 use crate::diff::{self, Divergence};

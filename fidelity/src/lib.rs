@@ -43,7 +43,7 @@ pub fn fixtures_dir() -> PathBuf {
 
 /// A fresh namespace name for one run: `fid-` and eight random letters and digits.
 pub fn fresh_namespace() -> String {
-    use rand::Rng;
+    use rand::RngExt;
     const CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let mut rng = rand::rng();
     let suffix: String = (0..8)

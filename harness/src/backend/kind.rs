@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use rand::Rng;
+use rand::RngExt;
 use tokio::process::Command;
 
 use super::{Error, Result, which};

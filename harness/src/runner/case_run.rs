@@ -6,7 +6,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use rand::Rng;
+use rand::RngExt;
 use tokio::time::Instant;
 
 use super::janitor::Janitor;
