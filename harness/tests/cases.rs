@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use nodeconform_harness::backend::{
@@ -103,7 +103,7 @@ fn main() -> ExitCode {
         }
         envs.push(env);
     }
-    on_signal(&runtime, envs.clone());
+    on_signal(&runtime, envs.iter().map(Arc::downgrade).collect());
     let conclusion = libtest_mimic::run(&args, trials);
     for env in envs {
         if let Some(Ok(env)) = Arc::try_unwrap(env).ok().and_then(|cell| cell.into_inner()) {
@@ -118,8 +118,9 @@ fn main() -> ExitCode {
 
 /// Ctrl-C, or SIGTERM (`.ci/run` stopping this test in the background), ends the run as it
 /// ends `nodeconform run`: nothing the cases made stays on the host. The process exits at
-/// once, so the nodes' directories are removed here rather than by the teardown.
-fn on_signal(runtime: &tokio::runtime::Runtime, envs: Vec<Arc<OnceLock<Result<Env, String>>>>) {
+/// once, so the nodes' directories are removed here rather than by the teardown. (Weak: the
+/// teardown after a whole run takes the environments back.)
+fn on_signal(runtime: &tokio::runtime::Runtime, envs: Vec<Weak<OnceLock<Result<Env, String>>>>) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut interrupt), Ok(mut terminate)) = runtime.block_on(async {
         (
@@ -135,7 +136,7 @@ fn on_signal(runtime: &tokio::runtime::Runtime, envs: Vec<Arc<OnceLock<Result<En
             _ = terminate.recv() => {}
         }
         eprintln!("\ninterrupted: removing the nodes' directories");
-        for env in &envs {
+        for env in envs.iter().filter_map(Weak::upgrade) {
             if let Some(Ok(env)) = env.get()
                 && let Err(e) = env.nodes.remove_files()
             {
