@@ -237,8 +237,7 @@ mod tests {
 
     #[test]
     fn a_created_pod_owns_what_upstream_says() {
-        let mut empty = json!({});
-        crate::wire::encode_as(CORE_POD, &mut empty);
+        let empty = crate::wire::zero(CORE_POD);
         let mut pod = json!({"metadata": {"labels": {"a": "b"}, "finalizers": ["x/y"]},
             "spec": {"containers": [{"name": "c", "image": "busybox", "ports": [{"containerPort": 80, "protocol": "TCP"}]}],
                 "dnsPolicy": "ClusterFirst"}});

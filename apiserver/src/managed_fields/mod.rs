@@ -300,10 +300,7 @@ fn empty(resource: &Resource) -> &'static Value {
     static ZEROS: LazyLock<Vec<OnceLock<Value>>> =
         LazyLock::new(|| resources::ALL.iter().map(|_| OnceLock::new()).collect());
     ZEROS[resource.id].get_or_init(|| {
-        let mut v = json!({});
-        if let Some(fields) = wire::root(resource) {
-            wire::encode_as(fields, &mut v);
-        }
+        let v = wire::root(resource).map_or_else(|| json!({}), wire::zero);
         if resource.converted() {
             // The zero value in storage shape, for `changes` to convert like the others.
             return crate::events::to_core(v);
@@ -419,8 +416,7 @@ pub fn record_created(
     object: &mut Value,
     writer: &Writer,
 ) {
-    let mut zero = json!({});
-    wire::encode_as(fields, &mut zero);
+    let zero = wire::zero(fields);
     let mut decoded = object.clone();
     wire::decoded_as(fields, &mut decoded);
     let mut ignore = Set::default();

@@ -177,6 +177,12 @@ pub fn encode(resource: &Resource, object: &mut Value) {
     }
 }
 
+/// The zero value of the Go struct `fields` as storage holds it: what a create is
+/// compared with by the field manager.
+pub fn zero(fields: &[Field]) -> Value {
+    Value::Object(encode_struct(fields, None, Form::Stored))
+}
+
 /// Rewrites `object` as the Go struct `fields` would encode it once stored.
 pub fn encode_as(fields: &[Field], object: &mut Value) {
     if let Value::Object(map) = object {
