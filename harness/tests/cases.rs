@@ -122,12 +122,11 @@ fn main() -> ExitCode {
 /// teardown after a whole run takes the environments back.)
 fn on_signal(runtime: &tokio::runtime::Runtime, envs: Vec<Weak<OnceLock<Result<Env, String>>>>) {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = runtime.block_on(async {
-        (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        )
-    }) else {
+    let _runtime = runtime.enter();
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
         return;
     };
     runtime.spawn(async move {
