@@ -23,7 +23,7 @@ async fn a_thousand_concurrent_containers() {
             let sandbox = sandboxes[i % SANDBOXES].clone();
             tokio::spawn(async move {
                 let mut config = script_config(&format!("c-{i}"), "sleep 1; exit 0");
-                // No log files: this measures the runtime, not the disk.
+                // No log files: a thousand of them would exercise the disk, not the runtime.
                 config.log_path = String::new();
                 let id = runtime
                     .create_container(v1::CreateContainerRequest {
