@@ -4,14 +4,21 @@ use std::time::Duration;
 
 use super::shell::{Shell, Stream};
 use super::signals::Stop;
-use super::{basename, parse};
+use super::{applets, basename, parse};
 
-/// Builtins the interpreter runs; any other command is treated as a server.
+/// Builtins the interpreter runs.
 const BUILTINS: &[&str] = &[
     "sleep", "exit", "true", "false", ":", "echo", "touch", "rm", "cat", "test", "[", "trap",
     "mkdir", "hostname", "wait", "sh", "bash", "ash", "dash", "env", "printenv", "ls", "stat",
-    "id", "export", "unset", "hexdump", "tar", "curl",
+    "id", "export", "unset", "hexdump", "tar", "curl", "tail",
 ];
+
+/// The programs of the test images' own (agnhost, nginx, httpd, pause): a
+/// script that runs one gets a well-behaved server, as the container whose
+/// command it is does. Any other command a script names and the interpreter
+/// does not know is not found, as busybox `sh` says of a program its image
+/// does not have.
+const IMAGE_PROGRAMS: &[&str] = &["agnhost", "nginx", "httpd", "httpd-foreground", "pause"];
 
 pub(crate) fn is_builtin(name: &str) -> bool {
     BUILTINS.contains(&name)
@@ -65,13 +72,26 @@ impl Shell<'_> {
             "hexdump" => Ok(self.hexdump(args)),
             "tar" => Ok(self.tar(args).await),
             "curl" => Ok(self.curl(args).await),
+            "tail" => self.tail(args).await,
             "ls" => Ok(self.ls(args)),
             "stat" => Ok(self.stat(args)),
             "test" => Ok(self.test(args, false)),
             "[" => Ok(self.test(args, true)),
             "trap" => Ok(self.trap(args)),
             "sh" | "bash" | "ash" | "dash" => self.subshell(args).await,
-            _ => self.serve().await,
+            _ if IMAGE_PROGRAMS.contains(&name) => self.serve().await,
+            _ if applets::is_applet(name) => {
+                self.emit(
+                    Stream::Stderr,
+                    &format!("sh: {name}: the busybox applet is not interpreted by fake-cri\n"),
+                );
+                Ok(127)
+            }
+            _ => {
+                // busybox ash's message names the command as written.
+                self.emit(Stream::Stderr, &format!("sh: {}: not found\n", argv[0]));
+                Ok(127)
+            }
         }
     }
 
@@ -96,22 +116,54 @@ impl Shell<'_> {
         Ok(0)
     }
 
+    /// `sh -c SCRIPT [NAME ARGS…]`, `sh FILE [ARGS…]`, or a shell reading its
+    /// standard input (`sh`, `sh -i`, `sh -s`, `sh -`).
     async fn subshell(&mut self, args: &[String]) -> Result<i32, Stop> {
-        if args.first().map(String::as_str) != Some("-c") {
-            if self.stdin.is_some() && args.len() <= 1 {
-                return self.interactive().await;
+        let (script, positional) = match args.first().map(String::as_str) {
+            Some("-c") => (
+                args.get(1).cloned().unwrap_or_default(),
+                args.iter().skip(2).cloned().collect(),
+            ),
+            None | Some("-i" | "-s" | "-") if args.len() <= 1 => {
+                if self.stdin.is_some() {
+                    return self.interactive().await;
+                }
+                // Without an input (a container without `stdin: true`, an
+                // exec without `-i`) the shell is at the end of its input at
+                // once and exits 0, as busybox's image default `sh` does.
+                return Ok(0);
             }
-            return self.serve().await;
-        }
-        let script = args.get(1).map(String::as_str).unwrap_or_default();
-        let list = match parse(script) {
+            Some(option) if option.starts_with('-') => {
+                self.emit(
+                    Stream::Stderr,
+                    &format!("sh: option {option} is not interpreted (only -c, -i, -s and -)\n"),
+                );
+                return Ok(2);
+            }
+            // `sh FILE ARGS…`: the script is a file of the container's, and
+            // `$0` is its name.
+            _ => match self.context.files.read(&args[0]) {
+                Ok(content) => (
+                    String::from_utf8_lossy(&content).into_owned(),
+                    args.to_vec(),
+                ),
+                Err(error) => {
+                    self.emit(
+                        Stream::Stderr,
+                        &format!("sh: can't open '{}': {error}\n", args[0]),
+                    );
+                    return Ok(2);
+                }
+            },
+        };
+        let list = match parse(&script) {
             Ok(list) => list,
             Err(error) => {
                 self.emit(Stream::Stderr, &format!("sh: {error}\n"));
                 return Ok(2);
             }
         };
-        let saved_args = std::mem::replace(&mut self.args, args.iter().skip(2).cloned().collect());
+        let saved_args = std::mem::replace(&mut self.args, positional);
         let result = self.list(&list).await;
         self.args = saved_args;
         match result {

@@ -7,6 +7,18 @@
 use super::env::is_name;
 use super::parse;
 
+/// A form the interpreter does not interpret, with busybox's wording of why
+/// where busybox would refuse it too.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct Refused(pub String);
+
+impl Refused {
+    pub(super) fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
 /// `ls [-1aA] [PATH]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Ls {
@@ -435,6 +447,9 @@ pub(super) fn check(argv: &[String]) -> Result<(), String> {
         "hostname" => Hostname::parse(args).map(drop),
         "cat" => cat(args).map(drop),
         "hexdump" => hexdump(args).map(drop),
+        "tail" => super::tail::Tail::parse(args)
+            .map(drop)
+            .map_err(|refused| refused.0),
         "tar" => super::archive::Tar::parse(args).map(drop),
         "curl" => super::curl::Curl::parse(args).map(drop),
         "mkdir" => mkdir(args).map(drop),
@@ -488,6 +503,7 @@ mod tests {
             "[ -n x ]",
             "[ 3 -gt 2 ]",
             "sleep 1",
+            "tail -f /dev/null",
         ] {
             check(&argv(line)).unwrap_or_else(|e| panic!("{line:?}: {e}"));
         }

@@ -5,6 +5,7 @@
 //! syntax is a `CreateContainer` error) and interpreted by a [`Shell`] when it
 //! starts. The grammar and its limits are specified in `fake-cri/README.md`.
 
+mod applets;
 mod archive;
 mod ast;
 mod builtins;
@@ -21,6 +22,7 @@ mod process_info;
 mod shell;
 mod signals;
 mod subst;
+mod tail;
 
 pub use ast::{AndOr, Command, Connector, List, Part, Redirect, RedirectTarget, Simple, Word};
 pub use env::{DEFAULT_PATH, Env};
@@ -42,13 +44,14 @@ pub enum Program {
         /// `$0`, `$1`, … for `sh -c SCRIPT NAME ARGS…`.
         args: Vec<String>,
     },
-    /// A command the interpreter does not know, or no command at all (the
-    /// image default): a well-behaved server that runs until SIGTERM and then
-    /// exits 0.
+    /// A program the interpreter does not know, or no command at all (the
+    /// image's default): the image's own program, run as a well-behaved
+    /// server that runs until SIGTERM and then exits 0. (Inside a script, a
+    /// command the interpreter does not know is not found: exit 127.)
     Server,
 }
 
-/// Shells whose `-c SCRIPT` form is interpreted.
+/// Shells whose `-c SCRIPT` form is interpreted (the other forms are builtins).
 const SHELLS: &[&str] = &["sh", "bash", "ash", "dash"];
 
 impl Program {
@@ -58,42 +61,15 @@ impl Program {
             return Ok(Self::Server);
         };
         let name = basename(first);
-        if SHELLS.contains(&name) {
-            return match argv.get(1).map(String::as_str) {
-                // An interactive shell: it reads commands from standard input
-                // when it has one (`stdin: true`, `exec -i`), and otherwise
-                // runs as a server (a container) or ends (an exec), as `sh`
-                // does at the end of its input.
-                None | Some("-i" | "-s" | "-") if argv.len() <= 2 => Ok(Self::Script {
-                    list: List(vec![AndOr {
-                        first: Command::Simple(Simple {
-                            words: argv
-                                .iter()
-                                .enumerate()
-                                .map(|(i, a)| {
-                                    let a = if i == 0 { name.to_owned() } else { a.clone() };
-                                    Word(vec![Part::Literal(a)])
-                                })
-                                .collect(),
-                            redirects: Vec::new(),
-                        }),
-                        rest: Vec::new(),
-                    }]),
-                    args: Vec::new(),
-                }),
-                Some("-c") => {
-                    let script = argv.get(2).map(String::as_str).unwrap_or_default();
-                    let args = argv.iter().skip(3).cloned().collect();
-                    Ok(Self::Script {
-                        list: parse(script)?,
-                        args,
-                    })
-                }
-                // `sh` alone, or `sh FILE`: a script we cannot see. Treat it as
-                // a server rather than guessing at its behaviour.
-                _ => Ok(Self::Server),
-            };
+        if SHELLS.contains(&name) && argv.get(1).map(String::as_str) == Some("-c") {
+            let script = argv.get(2).map(String::as_str).unwrap_or_default();
+            return Ok(Self::Script {
+                list: parse(script)?,
+                args: argv.iter().skip(3).cloned().collect(),
+            });
         }
+        // Any other builtin (a shell without `-c` among them: it reads its
+        // standard input or a script file) is a one-command script.
         if builtins::is_builtin(name) {
             let mut checked = argv.to_vec();
             checked[0] = name.to_owned();

@@ -409,7 +409,7 @@ async fn stop_with_timeout_zero_kills_at_once() {
 }
 
 #[tokio::test]
-async fn unknown_commands_and_no_command_are_servers_that_exit_0_on_term() {
+async fn image_programs_and_no_command_are_servers_that_exit_0_on_term() {
     let mut env = Env::start().await;
     let sandbox = env.sandbox("pod").await;
     let nginx = env
@@ -421,13 +421,7 @@ async fn unknown_commands_and_no_command_are_servers_that_exit_0_on_term() {
     let default = env
         .run_with(&sandbox, container_config("default", &[]))
         .await;
-    let sh_file = env
-        .run_with(
-            &sandbox,
-            container_config("file", &["sh", "/entrypoint.sh"]),
-        )
-        .await;
-    for id in [&nginx, &default, &sh_file] {
+    for id in [&nginx, &default] {
         let status = env.status(id).await.unwrap();
         assert_eq!(
             status.state,
@@ -435,11 +429,103 @@ async fn unknown_commands_and_no_command_are_servers_that_exit_0_on_term() {
             "a server keeps running"
         );
     }
-    for id in [&nginx, &default, &sh_file] {
+    for id in [&nginx, &default] {
         let started = Instant::now();
         env.stop(id, 30).await.unwrap();
         assert!(started.elapsed() < Duration::from_secs(1));
         let status = env.status(id).await.unwrap();
         assert_eq!((status.exit_code, status.reason.as_str()), (0, "Completed"));
     }
+}
+
+/// Runs `argv` to its end and returns its exit code and its stderr lines.
+async fn run_to_exit(argv: &[&str]) -> (i32, Vec<String>) {
+    let mut env = Env::start().await;
+    let sandbox = env.sandbox("pod").await;
+    let id = env.run_with(&sandbox, container_config("c", argv)).await;
+    let status = env.wait_exit(&id, LIMIT).await;
+    let stderr = read_log(&status.log_path)
+        .into_iter()
+        .filter(|e| e.stream == "stderr")
+        .map(|e| e.text)
+        .collect();
+    (status.exit_code, stderr)
+}
+
+#[tokio::test]
+async fn a_command_the_image_lacks_is_not_found_as_busybox_sh_says() {
+    assert_eq!(
+        run_to_exit(&["sh", "-c", "nosuchprog --flag; echo after $?"]).await,
+        (0, vec!["sh: nosuchprog: not found".to_owned()])
+    );
+    assert_eq!(
+        run_to_exit(&["sh", "-c", "/opt/bin/tool"]).await,
+        (127, vec!["sh: /opt/bin/tool: not found".to_owned()])
+    );
+    // A busybox applet fake-cri does not interpret says so, and fails alike.
+    let (exit, stderr) = run_to_exit(&["sh", "-c", "date"]).await;
+    assert_eq!(exit, 127);
+    assert_eq!(
+        stderr,
+        ["sh: date: the busybox applet is not interpreted by fake-cri"]
+    );
+}
+
+#[tokio::test]
+async fn a_shell_without_input_or_a_script_file_it_cannot_open_ends() {
+    // busybox's image default: `sh` with no standard input exits 0 at once.
+    assert_eq!(run_to_exit(&["sh"]).await, (0, Vec::new()));
+    assert_eq!(
+        run_to_exit(&["sh", "/entrypoint.sh"]).await,
+        (
+            2,
+            vec!["sh: can't open '/entrypoint.sh': No such file or directory".to_owned()]
+        )
+    );
+}
+
+#[tokio::test]
+async fn tail_f_as_pid_1_ignores_term_and_is_killed_at_the_timeout() {
+    // busybox `sh -c` execs `tail`, which as PID 1 has no SIGTERM handler.
+    let (exit, reason, took) =
+        stop_after_start(script_config("c", "touch /tmp/ready; tail -f /dev/null"), 1).await;
+    assert_eq!((exit, reason.as_str()), (137, "Error"));
+    assert!(took >= Duration::from_secs(1), "killed after {took:?}");
+    // Not PID 1 (a shared process namespace): SIGTERM ends it.
+    let (exit, _, _) = stop_after_start(
+        shared_pid(script_config("c", "touch /tmp/ready; tail -f /dev/null")),
+        30,
+    )
+    .await;
+    assert_eq!(exit, 143);
+}
+
+#[tokio::test]
+async fn tail_prints_the_last_lines_and_follows_what_is_appended() {
+    let mut env = Env::start().await;
+    let sandbox = env.sandbox("pod").await;
+    let id = env
+        .run_with(
+            &sandbox,
+            script_config(
+                "c",
+                "echo 1 > /tmp/f; echo 2 >> /tmp/f; echo 3 >> /tmp/f; \
+                 tail -n 2 /tmp/f; touch /tmp/ready; tail -n 0 -f /tmp/f",
+            ),
+        )
+        .await;
+    wait_until_settled(&mut env, &id).await;
+    let appended = env
+        .exec(&id, &["sh", "-c", "echo 4 >> /tmp/f"], 5)
+        .await
+        .unwrap();
+    assert_eq!(appended.exit_code, 0);
+    let log_path = env.status(&id).await.unwrap().log_path;
+    tokio::time::timeout(LIMIT, async {
+        while stdout_lines(&log_path) != ["2", "3", "4"] {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("followed: {:?}", stdout_lines(&log_path)));
 }

@@ -197,8 +197,6 @@ async fn expansion() {
         ("echo $(echo out > /dev/stdout)", "out\n"),
         // No field splitting (as for variables): the newline stays.
         ("echo $(trap 'echo bye' EXIT; echo hi)", "hi\nbye\n"),
-        // An unknown command in a substitution is not a server: it ends at once.
-        ("echo [$(date)]", "[]\n"),
     ] {
         assert_eq!(
             run(script).await,
@@ -206,6 +204,26 @@ async fn expansion() {
             "{script:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_command_it_does_not_run_ends_at_once_and_says_why() {
+    // Not a server: the substitution ends, with busybox's message for a program
+    // the image lacks, or fake-cri's for an applet it does not interpret.
+    assert_eq!(
+        run("x=$(nosuchprog); echo [$x] $?").await,
+        (
+            0,
+            "[] 127\n".to_owned(),
+            "sh: nosuchprog: not found\n".to_owned()
+        )
+    );
+    let (status, stdout, stderr) = run("echo [$(date)]").await;
+    assert_eq!((status, stdout.as_str()), (0, "[]\n"));
+    assert!(
+        stderr.contains("date: the busybox applet is not interpreted"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]
