@@ -11,6 +11,7 @@
 //! - [`expect`] is the pure expectation engine: ordered patterns with time bounds, `never`,
 //!   invariants over every watched state, node checks;
 //! - [`report`] prints libtest-style lines and a table by area, JUnit XML or JSON;
+//! - [`images`] builds the cases' test images from Debian's packages, for a real runtime;
 //! - [`up`] keeps the embedded backend running as a single-node cluster for `kubectl`;
 //! - [`cli`] is the `nodeconform` command line (`run`, `up`, `list`, `check`).
 //!
@@ -30,6 +31,7 @@ pub mod case;
 pub mod cli;
 pub mod control;
 pub mod expect;
+pub mod images;
 pub mod logs;
 pub mod matrix;
 pub mod profile;

@@ -35,6 +35,24 @@ pub enum Command {
     Check(CheckArgs),
     /// The compatibility matrix of result bundles (`run --out`), as Markdown or one HTML page.
     Matrix(MatrixArgs),
+    /// Build the cases' test images from Debian's packages into a directory of image
+    /// archives, for `run --runtime containerd --images DIR`.
+    Images(ImagesArgs),
+}
+
+/// `nodeconform images`.
+#[derive(Debug, Args)]
+pub struct ImagesArgs {
+    /// The directory the archives are written to (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// A static busybox (Debian's busybox-static).
+    #[arg(long, value_name = "PATH", default_value = "/bin/busybox")]
+    pub busybox: PathBuf,
+    /// A static agnhost binary built outside nodeconform (from the Kubernetes tree's
+    /// `test/images/agnhost`); without it there is no agnhost image.
+    #[arg(long, value_name = "PATH", env = "NODECONFORM_AGNHOST")]
+    pub agnhost: Option<PathBuf>,
 }
 
 /// The matrix's format.
@@ -249,6 +267,9 @@ pub enum Error {
     /// `nodeconform up` failed.
     #[error(transparent)]
     Up(#[from] crate::up::Error),
+    /// The test images could not be built.
+    #[error("building the test images")]
+    Images(#[from] crate::images::Error),
     /// A result bundle could not be written or read.
     #[error(transparent)]
     Bundle(#[from] crate::report::bundle::BundleError),
@@ -337,6 +358,23 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(0)
         }
         Command::Matrix(args) => matrix(&args),
+        Command::Images(args) => {
+            let sources = crate::images::Sources {
+                busybox: args.busybox,
+                agnhost: args.agnhost,
+            };
+            let mut out = std::io::stdout().lock();
+            for built in crate::images::build(&args.out, &sources)? {
+                let _ = writeln!(
+                    out,
+                    "{}\t{}\t{}",
+                    built.file.display(),
+                    &built.id["sha256:".len()..][..12],
+                    built.tags.join(" ")
+                );
+            }
+            Ok(0)
+        }
         Command::Run(args) => run::run_cases(*args).await,
         Command::Up(args) => up(args).await,
     }
