@@ -255,6 +255,7 @@ impl Up {
                 dir: node_dir,
                 launch,
                 echo: true,
+                runtime: &crate::backend::runtime::Runtime::FakeCri,
             })
         });
         let mut nodes = Vec::new();

@@ -160,6 +160,7 @@ pub struct Nodes {
     /// Existing nodes: how many cases each runs now, in the order of the spec's names.
     busy: std::sync::Mutex<Vec<usize>>,
     dir: Arc<tempfile::TempDir>,
+    runtime: super::runtime::Runtime,
 }
 
 fn short(case_hint: &str) -> String {
@@ -214,12 +215,45 @@ impl Nodes {
             }),
             spec,
             dir: Arc::new(dir),
+            runtime: super::runtime::Runtime::FakeCri,
         })
+    }
+
+    /// The nodes' container runtime instead of fake-cri.
+    #[must_use]
+    pub fn with_runtime(mut self, runtime: super::runtime::Runtime) -> Self {
+        self.runtime = runtime;
+        self
     }
 
     /// The agent spec.
     pub fn spec(&self) -> &AgentSpec {
         &self.spec
+    }
+
+    /// The nodes' container runtime.
+    pub fn runtime(&self) -> &super::runtime::Runtime {
+        &self.runtime
+    }
+
+    /// For report headers: the agent and its runtime.
+    pub fn describe(&self) -> String {
+        use super::runtime::Runtime;
+        match (&self.runtime, &self.spec) {
+            (Runtime::Containerd(_), AgentSpec::Reference) => {
+                "reference agent (a process per node) + containerd".into()
+            }
+            (Runtime::Containerd(_), AgentSpec::Command(t)) => {
+                format!("agent command `{t}` + containerd")
+            }
+            (_, spec) => spec.describe(),
+        }
+    }
+
+    /// Why `case` cannot run on these nodes, if it cannot: what the agent or the
+    /// runtime lacks.
+    pub fn ignore_reason(&self, case: &crate::case::LoadedCase) -> Option<String> {
+        crate::runner::ignore_reason(case, &self.spec).or_else(|| self.runtime.ignore_reason(case))
     }
 
     /// A node for the case `hint` (`area::name`): a fresh one, or the existing node that
@@ -247,6 +281,7 @@ impl Nodes {
             dir: &dir,
             launch,
             echo: false,
+            runtime: &self.runtime,
         })
         .await?;
         if let Ok(mut live) = self.live.lock() {

@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod cgroup_root;
+pub mod containerd;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod k3s;
@@ -14,8 +15,10 @@ pub mod kind;
 pub mod kubeconfig;
 pub mod kubelet;
 pub mod mount_ns;
+pub mod netns;
 pub mod node;
 pub mod node_groups;
+pub mod runtime;
 
 use std::path::{Path, PathBuf};
 
@@ -105,6 +108,15 @@ pub enum Error {
         node: String,
         /// The error text.
         message: String,
+    },
+    /// A node's containerd could not run.
+    #[error("containerd for node {node}")]
+    Containerd {
+        /// The node.
+        node: String,
+        /// Why.
+        #[source]
+        source: containerd::Error,
     },
     /// Starting or waiting for the agent failed.
     #[error("agent for node {node}: {message}")]

@@ -119,6 +119,22 @@ impl HostPaths {
         })
     }
 
+    /// Also gives the namespace a `/run` of its own (an empty tmpfs): a runtime's pod
+    /// network namespaces (`/run/netns`) and runc's state then end with it.
+    #[must_use]
+    pub fn with_private_run(mut self) -> Self {
+        let c = |s: &str| CString::new(s).unwrap_or_default();
+        self.steps.push(Step::Mount {
+            source: Some(c("tmpfs")),
+            target: c("/run"),
+            fstype: Some(c("tmpfs")),
+            flags: libc::MS_NOSUID | libc::MS_NODEV,
+            data: Some(c("mode=755")),
+            what: c("mounting a tmpfs on /run"),
+        });
+        self
+    }
+
     /// Makes `command` start in a mount namespace of its own with these mounts.
     /// When one fails the child prints which and why on its stderr and exits
     /// 127 without running the program, so the harness reports it as the
@@ -189,7 +205,7 @@ impl Step {
             }
         }
         for part in [
-            &b"nodeconform: giving the kubelet its own mount namespace: "[..],
+            &b"nodeconform: giving a node its own mount namespace: "[..],
             what.as_bytes(),
             b" failed: errno ",
             &digits[at..],
@@ -200,6 +216,24 @@ impl Step {
             unsafe { libc::write(2, part.as_ptr().cast(), part.len()) };
         }
     }
+}
+
+/// Makes `command` start in the mount namespace of process `pid` (a node's runtime,
+/// whose mounts its agent must see).
+pub fn join(pid: u32, command: &mut tokio::process::Command) -> std::io::Result<()> {
+    use std::os::fd::{AsRawFd, OwnedFd};
+    let fd = OwnedFd::from(std::fs::File::open(format!("/proc/{pid}/ns/mnt"))?);
+    // SAFETY: runs in the forked child before exec: setns(2) is async-signal-safe, and
+    // the descriptor, moved into the closure, is open there.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNS) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
 }
 
 fn c_path(path: &Path) -> Result<CString, Error> {

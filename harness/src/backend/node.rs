@@ -18,7 +18,10 @@ use kube::Api;
 use tokio::io::AsyncReadExt;
 
 use super::cgroup_root::CgroupRoot;
+use super::containerd::Containerd;
 use super::mount_ns::HostPaths;
+use super::netns::NetNs;
+use super::runtime::Runtime;
 use super::{Error, Result};
 use crate::control;
 use crate::logs::LogBuffer;
@@ -55,6 +58,8 @@ pub struct Config<'a> {
     pub launch: Launch<'a>,
     /// Also copy an agent process's output to this process's stderr (`nodeconform up`).
     pub echo: bool,
+    /// The node's container runtime.
+    pub runtime: &'a Runtime,
 }
 
 enum AgentProcess {
@@ -63,8 +68,23 @@ enum AgentProcess {
     Child(tokio::process::Child),
 }
 
+/// The runtime of a node the harness started.
+enum RuntimeProcess {
+    FakeCri(nodeconform_fake_cri::FakeCri),
+    Containerd(Containerd),
+}
+
+impl RuntimeProcess {
+    async fn stop(self) {
+        match self {
+            RuntimeProcess::FakeCri(cri) => cri.shutdown().await,
+            RuntimeProcess::Containerd(containerd) => containerd.stop().await,
+        }
+    }
+}
+
 struct Spawned {
-    cri: nodeconform_fake_cri::FakeCri,
+    runtime: RuntimeProcess,
     agent: AgentProcess,
     /// A kubelet's cgroup root, removed (when dropped) after the kubelet has exited.
     cgroups: Option<CgroupRoot>,
@@ -117,8 +137,11 @@ impl NodeHandle {
     }
 }
 
-/// Starts fake-cri and the agent of one node and waits until the agent registered it.
+/// Starts the runtime and the agent of one node and waits until the agent registered it.
 pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
+    if let Runtime::Containerd(containerd) = config.runtime {
+        return start_on_containerd(config, containerd).await;
+    }
     let Config { name, dir, .. } = config;
     let root = dir.join("root");
     std::fs::create_dir_all(&root).map_err(|source| Error::Io {
@@ -169,7 +192,7 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
                 words,
                 host_paths: None,
             });
-            spawn_command(&config, program, &cri).await
+            spawn_command(&config, program, Enter::FakeCri(&cri)).await
         }
         Launch::Kubelet(kubelet) => {
             let kubelet_dir = dir.join("kubelet");
@@ -196,7 +219,7 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
                     host_paths: Some(host_paths),
                 })
             });
-            spawn_command(&config, program, &cri).await
+            spawn_command(&config, program, Enter::FakeCri(&cri)).await
         }
     };
     let (agent, logs) = match started {
@@ -215,9 +238,155 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
         },
         logs,
         spawned: Some(Spawned {
-            cri,
+            runtime: RuntimeProcess::FakeCri(cri),
             agent,
             cgroups,
+        }),
+    })
+}
+
+/// The API server's port on the host's loopback, from the kubeconfig the agent gets:
+/// a node in a network namespace reaches it through a forwarder on the same port.
+fn loopback_api_port(kubeconfig: &Path) -> std::result::Result<u16, String> {
+    let config = kube::config::Kubeconfig::read_from(kubeconfig)
+        .map_err(|e| format!("reading {}: {e}", kubeconfig.display()))?;
+    let server = config
+        .clusters
+        .first()
+        .and_then(|c| c.cluster.as_ref())
+        .and_then(|c| c.server.clone())
+        .ok_or_else(|| format!("{} names no server", kubeconfig.display()))?;
+    let uri: http::Uri = server
+        .parse()
+        .map_err(|e| format!("server {server}: {e}"))?;
+    let loopback = matches!(uri.host(), Some("127.0.0.1" | "localhost"));
+    match (loopback, uri.port_u16()) {
+        (true, Some(port)) => Ok(port),
+        _ => Err(format!(
+            "a node on containerd runs in a network namespace of its own and reaches the API server through the host's loopback: {server} is not on 127.0.0.1"
+        )),
+    }
+}
+
+/// The reference agent's program, for a node whose agent runs as a process:
+/// `NODECONFORM_AGENT_BIN`, else `nodeconform-agent` beside this executable (or beside
+/// the directory of a test binary in `target/*/deps`).
+fn reference_agent_binary() -> std::result::Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("NODECONFORM_AGENT_BIN") {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("finding this executable: {e}"))?;
+    exe.ancestors()
+        .skip(1)
+        .take(2)
+        .map(|dir| dir.join("nodeconform-agent"))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            "on a real runtime the reference agent runs as a process of its own, in the node's namespaces: build it (`cargo build -p nodeconform-agent`) beside nodeconform, or set NODECONFORM_AGENT_BIN".to_owned()
+        })
+}
+
+/// A node on its own containerd: the runtime and the agent in the node's network and
+/// mount namespaces ([`super::containerd`]), the API server reached through the
+/// namespace's loopback and the agent's kubelet endpoint through the host's.
+async fn start_on_containerd(
+    config: Config<'_>,
+    spec: &super::runtime::Containerd,
+) -> Result<NodeHandle> {
+    let Config { name, dir, .. } = config;
+    let agent_err = |message: String| Error::Agent {
+        node: name.to_string(),
+        message,
+    };
+    let root = dir.join("root");
+    let manifests = dir.join("manifests");
+    for path in [&root, &manifests] {
+        std::fs::create_dir_all(path).map_err(|source| Error::Io {
+            what: format!("creating {}", path.display()),
+            source,
+        })?;
+    }
+    let api_port = loopback_api_port(config.kubeconfig).map_err(agent_err)?;
+    let containerd = Containerd::start(super::containerd::Options {
+        programs: &spec.programs,
+        dir,
+        images: spec.images.as_deref(),
+    })
+    .await
+    .map_err(|source| Error::Containerd {
+        node: name.to_string(),
+        source,
+    })?;
+    let endpoint = containerd.endpoint();
+    let netns = containerd.netns().clone();
+    let program = async {
+        netns
+            .forward_in(api_port)
+            .map_err(|e| format!("forwarding the API server into the node's namespace: {e}"))?;
+        let kubelet_port = netns
+            .forward_out()
+            .await
+            .map_err(|e| format!("forwarding the agent's kubelet endpoint out: {e}"))?;
+        let kubeconfig = config.kubeconfig.to_string_lossy();
+        let root = root.to_string_lossy();
+        let manifests = manifests.to_string_lossy();
+        let words = match config.launch {
+            // Upstream timings, as a real node has: the cases' bounds are upstream's.
+            Launch::Reference { .. } => {
+                let mut words = vec![
+                    reference_agent_binary()?.to_string_lossy().into_owned(),
+                    "--kubeconfig".into(),
+                    kubeconfig.into_owned(),
+                    "--node-name".into(),
+                    name.to_owned(),
+                    "--cri-endpoint".into(),
+                    endpoint.clone(),
+                    "--root-dir".into(),
+                    root.into_owned(),
+                    "--pod-manifest-path".into(),
+                    manifests.into_owned(),
+                    "--kubelet-addr".into(),
+                    format!("127.0.0.1:{kubelet_port}"),
+                ];
+                words.extend(["--cluster-dns".into(), super::kubelet::CLUSTER_DNS.into()]);
+                words
+            }
+            Launch::Command(template) => super::agent::render_command(
+                template, &kubeconfig, name, &endpoint, &root, &manifests,
+            )?,
+            Launch::Kubelet(_) => {
+                return Err(
+                    "--kubelet on --runtime containerd is not built yet: the kubelet refuses a loopback node IP, and the API server would have to reach the node's namespace at another".to_owned(),
+                );
+            }
+        };
+        Ok(Program {
+            words,
+            host_paths: None,
+        })
+    }
+    .await;
+    let pid = containerd.pid().unwrap_or_default();
+    let started = spawn_command(&config, program, Enter::Node { netns: &netns, pid }).await;
+    let (agent, logs) = match started {
+        Ok(started) => started,
+        Err(e) => {
+            containerd.stop().await;
+            return Err(e);
+        }
+    };
+    Ok(NodeHandle {
+        name: name.to_string(),
+        control: None,
+        manifests: match config.launch {
+            Launch::Command(template) if !template.contains("{manifests}") => None,
+            _ => Some(dir.join("manifests")),
+        },
+        logs,
+        spawned: Some(Spawned {
+            runtime: RuntimeProcess::Containerd(containerd),
+            agent,
+            cgroups: None,
         }),
     })
 }
@@ -248,7 +417,7 @@ pub async fn stop(node: NodeHandle) {
     }
     // Nothing runs in a kubelet's cgroups once it has exited.
     drop(spawned.cgroups);
-    spawned.cri.shutdown().await;
+    spawned.runtime.stop().await;
 }
 
 #[cfg(feature = "reference-agent")]
@@ -304,13 +473,21 @@ async fn spawn_reference(
     })
 }
 
+/// Where an agent process starts.
+enum Enter<'a> {
+    /// In the harness's namespaces, on this fake-cri.
+    FakeCri(&'a nodeconform_fake_cri::FakeCri),
+    /// In a node's network namespace and the mount namespace of process `pid` (its runtime).
+    Node { netns: &'a NetNs, pid: u32 },
+}
+
 /// Starts an agent process (or says why there is none) and waits until it registered the
-/// node. An agent with host paths of its own gets `cri`'s host root set to its root before
-/// it can make a CRI call that names one (fake-cri waits for it).
+/// node. An agent with host paths of its own gets fake-cri's host root set to its root
+/// before it can make a CRI call that names one (fake-cri waits for it).
 async fn spawn_command(
     config: &Config<'_>,
     program: Result<Program, String>,
-    cri: &nodeconform_fake_cri::FakeCri,
+    enter: Enter<'_>,
 ) -> Result<(AgentProcess, Option<LogBuffer>)> {
     let name = config.name;
     let agent_err = |message: String| Error::Agent {
@@ -329,10 +506,21 @@ async fn spawn_command(
     if let Some(host_paths) = host_paths {
         host_paths.apply(&mut command);
     }
+    let cri = match enter {
+        Enter::FakeCri(cri) => Some(cri),
+        Enter::Node { netns, pid } => {
+            netns.enter_in_child(&mut command);
+            super::mount_ns::join(pid, &mut command)
+                .map_err(|e| agent_err(format!("joining the node's mount namespace: {e}")))?;
+            None
+        }
+    };
     let mut child = command
         .spawn()
         .map_err(|e| agent_err(format!("cannot start `{}`: {e}", words[0])))?;
-    if isolated {
+    if let Some(cri) = cri
+        && isolated
+    {
         // Not reaped before `stop`, so the id is the agent's (at worst a zombie's).
         let root = child
             .id()

@@ -108,6 +108,16 @@ pub struct RunArgs {
     /// Use this already running node (e.g. `kind-control-plane`); cases that need runtime control are ignored.
     #[arg(long, value_name = "NAME")]
     pub node: Option<String>,
+    /// The container runtime under the agents the harness starts: fake-cri, or a containerd of
+    /// each node's own with real containers (needs root and Debian's containerd, runc and
+    /// containernetworking-plugins; the agent and containerd run in the node's namespaces).
+    #[arg(long, value_enum, default_value_t = crate::backend::runtime::RuntimeKind::FakeCri,
+          conflicts_with_all = ["node", "all_nodes", "node_selector"])]
+    pub runtime: crate::backend::runtime::RuntimeKind,
+    /// Image archives loaded into each node's containerd (written by `nodeconform images`);
+    /// a case whose images are not among them is ignored.
+    #[arg(long, value_name = "DIR")]
+    pub images: Option<PathBuf>,
     /// Run on every Ready node of the cluster: nodes that report the same kubelet and
     /// runtime versions form a group, each group runs the cases (spread over its nodes,
     /// `--jobs` on each) beside the others and has its own report (`--out DIR/<group>`).
@@ -267,6 +277,13 @@ pub enum Error {
     /// `nodeconform up` failed.
     #[error(transparent)]
     Up(#[from] crate::up::Error),
+    /// The containerd runtime cannot be used.
+    #[error("--runtime containerd")]
+    Runtime {
+        /// Why.
+        #[source]
+        source: crate::backend::containerd::Error,
+    },
     /// The test images could not be built.
     #[error("building the test images")]
     Images(#[from] crate::images::Error),

@@ -7,6 +7,7 @@
 //! its own [`Runner`] with its cases spread over its nodes, and each writes its
 //! own report (`--out DIR/<group>`).
 
+use crate::backend::runtime::{Runtime, RuntimeKind};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -120,13 +121,20 @@ async fn runners(
             .first()
             .map_or(1, |g| crate::runner::default_jobs(&g.spec))
     });
+    let runtime = match args.runtime {
+        RuntimeKind::FakeCri => Runtime::FakeCri,
+        RuntimeKind::Containerd => {
+            Runtime::containerd(args.images.clone()).map_err(|source| Error::Runtime { source })?
+        }
+    };
     let mut runners = Vec::new();
     for group in groups {
         let nodes = Nodes::new(
             cluster.client.clone(),
             cluster.kubeconfig.clone(),
             group.spec,
-        )?;
+        )?
+        .with_runtime(runtime.clone());
         let runner = Runner {
             client: cluster.client.clone(),
             jobs: jobs(nodes.spec(), per_node),
@@ -201,7 +209,7 @@ pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
         }
     };
     let agents = match runners.as_slice() {
-        [(None, runner)] => runner.nodes.spec().describe(),
+        [(None, runner)] => runner.nodes.describe(),
         _ => format!(
             "{} node group{}:{}",
             runners.len(),
@@ -212,7 +220,7 @@ pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
                     format!(
                         "\n  [{}] {}",
                         label.as_deref().unwrap_or_default(),
-                        r.nodes.spec().describe()
+                        r.nodes.describe()
                     )
                 })
                 .collect::<String>()
@@ -269,7 +277,7 @@ pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
         match args.format {
             Format::Human => {
                 if let Some(label) = label {
-                    print!("\n[{label}] {}\n", runner.nodes.spec().describe());
+                    print!("\n[{label}] {}\n", runner.nodes.describe());
                 }
                 print!("{}", report::human::footer(report))
             }

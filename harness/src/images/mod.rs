@@ -321,6 +321,52 @@ pub fn build(out: &Path, sources: &Sources) -> Result<Vec<Built>, Error> {
         .collect()
 }
 
+/// The references the archives (`*.tar`) of `dir` hold, as containerd names them:
+/// the index's `io.containerd.image.name`s, else `manifest.json`'s `RepoTags`.
+pub fn references_in(dir: &Path) -> std::io::Result<std::collections::BTreeSet<String>> {
+    let mut references = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_none_or(|x| x != "tar") {
+            continue;
+        }
+        let mut archive = tar::Archive::new(std::fs::File::open(&path)?);
+        let (mut index, mut docker) = (None, None);
+        for entry in archive.entries()? {
+            let mut entry = entry?;
+            let name = entry.path()?.to_string_lossy().into_owned();
+            let slot = match name.trim_start_matches("./") {
+                "index.json" => &mut index,
+                "manifest.json" => &mut docker,
+                _ => continue,
+            };
+            let mut data = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut data)?;
+            *slot = serde_json::from_slice::<serde_json::Value>(&data).ok();
+        }
+        let named: Vec<String> = index
+            .iter()
+            .flat_map(|i| i["manifests"].as_array().cloned().unwrap_or_default())
+            .filter_map(|m| {
+                m["annotations"]["io.containerd.image.name"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        if named.is_empty() {
+            let tags = docker
+                .iter()
+                .flat_map(|d| d.as_array().cloned().unwrap_or_default())
+                .flat_map(|m| m["RepoTags"].as_array().cloned().unwrap_or_default());
+            references
+                .extend(tags.filter_map(|t| t.as_str().map(crate::backend::runtime::normalize)));
+        } else {
+            references.extend(named);
+        }
+    }
+    Ok(references)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

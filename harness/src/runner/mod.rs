@@ -130,7 +130,7 @@ impl Runner {
         let mut reports = Vec::new();
         let mut runnable = Vec::new();
         for case in cases {
-            match ignore_reason(case, self.nodes.spec()) {
+            match self.nodes.ignore_reason(case) {
                 Some(reason) => {
                     let r = ignored(case, reason);
                     on_done(&r);
@@ -199,7 +199,7 @@ impl Runner {
         reports.sort_by(|a, b| a.name.cmp(&b.name));
         let mut report = RunReport {
             backend: backend.to_string(),
-            agent: self.nodes.spec().describe(),
+            agent: self.nodes.describe(),
             cases: reports,
             duration: start.elapsed(),
             interrupted,
