@@ -102,6 +102,7 @@ impl Agent {
             },
             allowed_unsafe_sysctls: Vec::new(),
             pod_manifest_path: None,
+            cgroup_root: None,
         }
     }
 }
@@ -120,6 +121,7 @@ pub struct AgentBuilder {
     dns: crate::dns::Configurer,
     allowed_unsafe_sysctls: Vec<String>,
     pod_manifest_path: Option<PathBuf>,
+    cgroup_root: Option<String>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -179,6 +181,15 @@ impl AgentBuilder {
         self
     }
 
+    /// Put every pod's cgroup under `root` in the QoS hierarchy (the kubelet's
+    /// `cgroupRoot` with `cgroupsPerQOS` and the cgroupfs driver):
+    /// `<root>/kubepods/[burstable|besteffort/]pod<uid>`, named as the sandbox's
+    /// `cgroup_parent`. Without it the runtime places the pods' cgroups itself.
+    pub fn cgroup_root(mut self, root: impl Into<String>) -> Self {
+        self.cgroup_root = Some(root.into());
+        self
+    }
+
     /// Unsafe sysctls (names, or prefixes ending in `*`) pods may set besides
     /// the safe ones (the kubelet's `allowedUnsafeSysctls`).
     pub fn allowed_unsafe_sysctls(mut self, patterns: Vec<String>) -> Self {
@@ -231,6 +242,10 @@ impl AgentBuilder {
             source,
         })?
         .with_dns(self.dns.clone());
+        let runtime = match &self.cgroup_root {
+            Some(root) => runtime.with_cgroup_root(root.clone()),
+            None => runtime,
+        };
         let (shutdown_tx, shutdown) = watch::channel(false);
         let mut tasks: Vec<JoinHandle<()>> = Vec::new();
 

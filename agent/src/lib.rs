@@ -57,6 +57,7 @@ mod agent;
 pub mod allocation;
 pub mod apparmor;
 pub mod backoff;
+pub mod cli;
 pub mod container_log;
 pub mod dns;
 pub mod env;

@@ -211,10 +211,7 @@ async fn evented_loop(
                 }
             },
             Err(error) => {
-                if error
-                    .status()
-                    .is_some_and(|s| s.code() == tonic::Code::Unimplemented)
-                {
+                if error.is_unimplemented() {
                     tracing::info!("runtime does not stream container events; relist only");
                     return;
                 }

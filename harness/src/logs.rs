@@ -125,6 +125,17 @@ pub fn capture_tracing() {
         .try_init();
 }
 
+/// Sends `tracing` output to stderr, as a node agent's own process writes it
+/// (`nodeconform agent`, whose output the harness reads from the pipe).
+pub fn init_stderr() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

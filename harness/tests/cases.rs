@@ -4,12 +4,20 @@
 //! With `NODECONFORM_KUBELET=/path/to/kubelet` every case also runs as `kubelet::<area>::<name>`
 //! on that upstream kubelet (on the same embedded backend, fake-cri per case); without it those
 //! tests are listed as ignored and the reason is printed.
+//!
+//! As root with containerd, runc and the CNI plugins installed (Debian's packages), every case
+//! whose images `nodeconform images` builds also runs as `containerd::<area>::<name>`: the
+//! reference agent on a containerd of each case's node (`--runtime containerd`), with the images
+//! built from Debian's busybox-static at the start (and agnhost from `NODECONFORM_AGNHOST`).
+//! Where that cannot be, those tests are ignored and the reason is printed;
+//! `NODECONFORM_CONTAINERD=0` leaves them out on purpose.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock, Weak};
 
 use libtest_mimic::{Arguments, Failed, Trial};
+use nodeconform_harness::backend::runtime::Runtime;
 use nodeconform_harness::backend::{
     AgentSpec, BackendKind, Cluster, ClusterOptions, Nodes, kubelet,
 };
@@ -36,6 +44,40 @@ fn not_built() -> Option<&'static str> {
     None
 }
 
+/// The runtime of the `containerd::*` cases, or why there is none. The image archives
+/// are written to `images`.
+fn containerd(images: &std::path::Path) -> Result<Runtime, String> {
+    if std::env::var_os("NODECONFORM_CONTAINERD").is_some_and(|v| v == "0") {
+        return Err("NODECONFORM_CONTAINERD=0".into());
+    }
+    // SAFETY: geteuid(2) has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("a node's containerd needs root (it runs in namespaces of its own)".into());
+    }
+    let sources = nodeconform_harness::images::Sources {
+        agnhost: std::env::var_os("NODECONFORM_AGNHOST").map(PathBuf::from),
+        ..Default::default()
+    };
+    nodeconform_harness::images::build(images, &sources)
+        .map_err(|e| format!("the test images: {}", error_chain(&e)))?;
+    let agent = vec![
+        env!("CARGO_BIN_EXE_nodeconform").to_owned(),
+        "agent".to_owned(),
+    ];
+    Runtime::containerd(Some(images.to_owned()), agent).map_err(|e| error_chain(&e))
+}
+
+/// An error and its causes, on one line.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
 fn main() -> ExitCode {
     let mut args = Arguments::from_args();
     // As many at once as `nodeconform run` runs them (cases mostly wait on the agent;
@@ -60,9 +102,27 @@ fn main() -> ExitCode {
             kubelet::ENV
         );
     }
+    let images = tempfile::tempdir().expect("a directory for the test images");
+    let containerd = if args.list {
+        Err("listing".to_owned())
+    } else {
+        containerd(images.path())
+    };
+    if let Err(reason) = &containerd
+        && !args.list
+    {
+        eprintln!("note: the containerd::* cases are ignored: {reason}");
+    }
     let suites = [
-        ("", Some(AgentSpec::Reference)),
-        ("kubelet::", kubelet.map(AgentSpec::Kubelet)),
+        ("", Some((AgentSpec::Reference, Runtime::FakeCri))),
+        (
+            "kubelet::",
+            kubelet.map(|k| (AgentSpec::Kubelet(k), Runtime::FakeCri)),
+        ),
+        (
+            "containerd::",
+            containerd.ok().map(|r| (AgentSpec::Reference, r)),
+        ),
     ];
     if let Some(reason) = skip_reason
         && !args.list
@@ -84,9 +144,11 @@ fn main() -> ExitCode {
         for case in start_order(&loaded.cases) {
             let name = format!("{prefix}{}", case.id);
             let ignored = skip_reason.is_some()
-                || spec
-                    .as_ref()
-                    .is_none_or(|spec| ignore_reason(case, spec).is_some());
+                || spec.as_ref().is_none_or(|(spec, runtime)| {
+                    ignore_reason(case, spec)
+                        .or_else(|| runtime.ignore_reason(case))
+                        .is_some()
+                });
             let (runtime, env, spec, case) = (
                 Arc::clone(&runtime),
                 Arc::clone(&env),
@@ -113,6 +175,7 @@ fn main() -> ExitCode {
             });
         }
     }
+    drop(images);
     conclusion.exit_code()
 }
 
@@ -157,14 +220,18 @@ fn short_path(message: &str) -> String {
         .join("/")
 }
 
-fn start_env(runtime: &tokio::runtime::Runtime, spec: AgentSpec) -> Result<Env, String> {
+fn start_env(
+    runtime: &tokio::runtime::Runtime,
+    (spec, node_runtime): (AgentSpec, Runtime),
+) -> Result<Env, String> {
     nodeconform_harness::logs::capture_tracing();
     runtime.block_on(async {
         let cluster = Cluster::start(BackendKind::Embedded, &ClusterOptions::default())
             .await
             .map_err(|e| e.to_string())?;
         let nodes = Nodes::new(cluster.client.clone(), cluster.kubeconfig.clone(), spec)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())?
+            .with_runtime(node_runtime);
         let server = case_run::api_server_version(&cluster.client).await;
         Ok(Env {
             cluster,
@@ -178,7 +245,7 @@ fn start_env(runtime: &tokio::runtime::Runtime, spec: AgentSpec) -> Result<Env, 
 fn run_case(
     runtime: &tokio::runtime::Runtime,
     env: &OnceLock<Result<Env, String>>,
-    spec: AgentSpec,
+    spec: (AgentSpec, Runtime),
     case: &LoadedCase,
 ) -> Result<(), Failed> {
     let env = env
@@ -197,7 +264,7 @@ fn run_case(
         Outcome::Failed => {
             let report = RunReport {
                 backend: "embedded".into(),
-                agent: env.nodes.spec().describe(),
+                agent: env.nodes.describe(),
                 cases: vec![result],
                 duration: std::time::Duration::ZERO,
                 interrupted: false,

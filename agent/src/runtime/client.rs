@@ -53,6 +53,9 @@ pub struct Runtime {
     pub(super) seccomp_root: PathBuf,
     /// The node's DNS settings (pods' FQDNs and `/etc/resolv.conf`).
     pub(super) dns: Arc<Configurer>,
+    /// The cgroup hierarchy's root the pods' cgroups go under (`cgroupsPerQOS` with the
+    /// cgroupfs driver); `None`: the sandbox names no parent and the runtime picks one.
+    pub(super) cgroup_root: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -111,7 +114,17 @@ impl Runtime {
                 cluster_domain: DEFAULT_CLUSTER_DOMAIN.to_owned(),
                 ..Configurer::default()
             }),
+            cgroup_root: None,
         })
+    }
+
+    /// Puts every pod's cgroup under `root`, as the kubelet's `cgroupRoot` with
+    /// `cgroupsPerQOS` does: `<root>/kubepods/[burstable|besteffort/]pod<uid>`.
+    #[must_use]
+    pub fn with_cgroup_root(mut self, root: impl Into<String>) -> Self {
+        let root = root.into();
+        self.cgroup_root = Some(root.trim_end_matches('/').into());
+        self
     }
 
     /// Sets the node's DNS settings (default: the `cluster.local` domain, no

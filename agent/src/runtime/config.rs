@@ -79,10 +79,28 @@ impl Runtime {
                         ..Default::default()
                     },
                 )),
+                cgroup_parent: self.pod_cgroup(pod),
                 ..Default::default()
             }),
             ..Default::default()
         })
+    }
+
+    /// The pod's cgroup, as the kubelet's cgroupfs driver names it under the QoS
+    /// hierarchy: `<root>/kubepods/pod<uid>` (Guaranteed),
+    /// `<root>/kubepods/burstable/pod<uid>`, `<root>/kubepods/besteffort/pod<uid>`;
+    /// empty without a cgroup root.
+    pub fn pod_cgroup(&self, pod: &Pod) -> String {
+        let Some(root) = &self.cgroup_root else {
+            return String::new();
+        };
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let qos = match crate::pod_status::qos_class(pod).as_str() {
+            "Guaranteed" => "",
+            "Burstable" => "burstable/",
+            _ => "besteffort/",
+        };
+        format!("{root}/kubepods/{qos}pod{uid}")
     }
 
     /// The container config the kubelet would send for `container` of `pod`,

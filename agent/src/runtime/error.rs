@@ -56,6 +56,13 @@ impl Error {
         }
     }
 
+    /// The runtime does not implement the call (UNIMPLEMENTED): an optional CRI call an older
+    /// runtime lacks, such as `GetContainerEvents` or `UpdatePodSandboxResources` on containerd 1.6.
+    pub fn is_unimplemented(&self) -> bool {
+        self.status()
+            .is_some_and(|s| s.code() == tonic::Code::Unimplemented)
+    }
+
     /// A short message for a container's `waiting.message`.
     pub fn short_message(&self) -> String {
         match self {

@@ -86,9 +86,26 @@ pub(super) async fn resize_pod(
         return Ok(false);
     }
     let config = runtime::PodConfig::of(pod, &qos_class(pod));
-    runtime
+    match runtime
         .update_pod_sandbox_resources(sandbox_id, config.linux())
-        .await?;
+        .await
+    {
+        // The kubelet's `updatePodSandboxResources`: the call only tells the runtime, and a
+        // runtime without it (containerd 1.6 predates it; 2.2 answers UNKNOWN "not implemented
+        // yet") does not stop the resize. Any other error rejects it, to be retried.
+        Err(e)
+            if e.is_unimplemented()
+                || e.status().is_some_and(|s| {
+                    s.code() == tonic::Code::Unknown && s.message().contains("not implemented")
+                }) =>
+        {
+            tracing::debug!(
+                sandbox = sandbox_id,
+                "UpdatePodSandboxResources is not implemented by the runtime; it is best-effort, the resize proceeds"
+            )
+        }
+        other => other?,
+    }
     sandbox_sized(pod, actuated);
     Ok(true)
 }

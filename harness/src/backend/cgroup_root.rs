@@ -1,4 +1,4 @@
-//! A kubelet's own cgroup root, made before it starts and removed after it stops.
+//! A node's own cgroup root, made before its agent starts and removed after it stops.
 //!
 //! The kubelet keeps a cgroup per QoS class and per pod (`cgroupsPerQOS`) and actuates an
 //! in-place resize through the pod's cgroup: without them a 1.36 kubelet cannot resize a
@@ -72,6 +72,37 @@ impl CgroupRoot {
         &self.name
     }
 
+    /// SIGKILLs every process left in the root's cgroups (a node's containers, when its
+    /// runtime ended without stopping them), a few rounds while processes fork.
+    pub fn kill_all(&self) {
+        fn pids(dir: &Path, out: &mut Vec<i32>) {
+            if let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+                out.extend(text.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
+            }
+            if let Ok(entries) = std::fs::read_dir(dir) {
+                for entry in entries.flatten() {
+                    if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                        pids(&entry.path(), out);
+                    }
+                }
+            }
+        }
+        for _ in 0..5 {
+            let mut found = Vec::new();
+            for mount in &self.mounts {
+                pids(&self.path_in(mount), &mut found);
+            }
+            if found.is_empty() {
+                return;
+            }
+            for pid in found {
+                // SAFETY: kill(2) of a process in this node's own cgroups.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     fn path_in(&self, mount: &Path) -> PathBuf {
         mount.join(self.name.trim_start_matches('/'))
     }
@@ -90,7 +121,7 @@ fn remove_tree(dir: &Path) {
     if let Err(error) = std::fs::remove_dir(dir)
         && error.kind() != std::io::ErrorKind::NotFound
     {
-        tracing::warn!(cgroup = %dir.display(), %error, "could not remove a kubelet's cgroup");
+        tracing::warn!(cgroup = %dir.display(), %error, "could not remove a node's cgroup");
     }
 }
 

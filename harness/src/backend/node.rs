@@ -268,24 +268,6 @@ fn loopback_api_port(kubeconfig: &Path) -> std::result::Result<u16, String> {
     }
 }
 
-/// The reference agent's program, for a node whose agent runs as a process:
-/// `NODECONFORM_AGENT_BIN`, else `nodeconform-agent` beside this executable (or beside
-/// the directory of a test binary in `target/*/deps`).
-fn reference_agent_binary() -> std::result::Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os("NODECONFORM_AGENT_BIN") {
-        return Ok(PathBuf::from(path));
-    }
-    let exe = std::env::current_exe().map_err(|e| format!("finding this executable: {e}"))?;
-    exe.ancestors()
-        .skip(1)
-        .take(2)
-        .map(|dir| dir.join("nodeconform-agent"))
-        .find(|p| p.is_file())
-        .ok_or_else(|| {
-            "on a real runtime the reference agent runs as a process of its own, in the node's namespaces: build it (`cargo build -p nodeconform-agent`) beside nodeconform, or set NODECONFORM_AGENT_BIN".to_owned()
-        })
-}
-
 /// A node on its own containerd: the runtime and the agent in the node's network and
 /// mount namespaces ([`super::containerd`]), the API server reached through the
 /// namespace's loopback and the agent's kubelet endpoint through the host's.
@@ -307,6 +289,12 @@ async fn start_on_containerd(
         })?;
     }
     let api_port = loopback_api_port(config.kubeconfig).map_err(agent_err)?;
+    // The pods' cgroups under the node's own root: nodes side by side do not share a
+    // hierarchy, and whatever a node leaves there is killed and removed with it.
+    let cgroups = CgroupRoot::create(name).map_err(|source| Error::Io {
+        what: format!("making the cgroup root of node {name}"),
+        source,
+    })?;
     let containerd = Containerd::start(super::containerd::Options {
         programs: &spec.programs,
         dir,
@@ -333,8 +321,8 @@ async fn start_on_containerd(
         let words = match config.launch {
             // Upstream timings, as a real node has: the cases' bounds are upstream's.
             Launch::Reference { .. } => {
-                let mut words = vec![
-                    reference_agent_binary()?.to_string_lossy().into_owned(),
+                let mut words = spec.agent.clone();
+                words.extend([
                     "--kubeconfig".into(),
                     kubeconfig.into_owned(),
                     "--node-name".into(),
@@ -347,8 +335,11 @@ async fn start_on_containerd(
                     manifests.into_owned(),
                     "--kubelet-addr".into(),
                     format!("127.0.0.1:{kubelet_port}"),
-                ];
-                words.extend(["--cluster-dns".into(), super::kubelet::CLUSTER_DNS.into()]);
+                    "--cluster-dns".into(),
+                    super::kubelet::CLUSTER_DNS.into(),
+                    "--cgroup-root".into(),
+                    cgroups.name().to_owned(),
+                ]);
                 words
             }
             Launch::Command(template) => super::agent::render_command(
@@ -386,7 +377,7 @@ async fn start_on_containerd(
         spawned: Some(Spawned {
             runtime: RuntimeProcess::Containerd(containerd),
             agent,
-            cgroups: None,
+            cgroups: Some(cgroups),
         }),
     })
 }
@@ -415,9 +406,13 @@ pub async fn stop(node: NodeHandle) {
             }
         }
     }
-    // Nothing runs in a kubelet's cgroups once it has exited.
-    drop(spawned.cgroups);
+    // Nothing runs in a kubelet's cgroups once it has exited (fake-cri runs no process);
+    // a node's runtime is stopped first, and what it left in its cgroups is killed.
     spawned.runtime.stop().await;
+    if let Some(cgroups) = spawned.cgroups {
+        cgroups.kill_all();
+        drop(cgroups);
+    }
 }
 
 #[cfg(feature = "reference-agent")]

@@ -38,27 +38,35 @@ pub struct Containerd {
     pub programs: Programs,
     /// The image archives loaded into each node's containerd.
     pub images: Option<PathBuf>,
-    /// The references those archives hold, normalized (`docker.io/library/busybox:1.36`).
-    pub references: BTreeSet<String>,
+    /// What those archives hold.
+    pub archives: crate::images::Archives,
+    /// The command that runs the reference agent as a process (`nodeconform agent`), to
+    /// which the node's flags are added.
+    pub agent: Vec<String>,
 }
 
 impl Runtime {
-    /// containerd, with the archives of `images` loaded into every node's.
-    pub fn containerd(images: Option<PathBuf>) -> Result<Self, containerd::Error> {
+    /// containerd, with the archives of `images` loaded into every node's; `agent` runs
+    /// the reference agent (`[PATH-OF-nodeconform, "agent"]`).
+    pub fn containerd(
+        images: Option<PathBuf>,
+        agent: Vec<String>,
+    ) -> Result<Self, containerd::Error> {
         let programs = Programs::find()?;
-        let references = match &images {
+        let archives = match &images {
             Some(dir) => {
-                crate::images::references_in(dir).map_err(|source| containerd::Error::Io {
+                crate::images::Archives::read(dir).map_err(|source| containerd::Error::Io {
                     what: format!("reading the image archives in {}", dir.display()),
                     source,
                 })?
             }
-            None => BTreeSet::new(),
+            None => crate::images::Archives::default(),
         };
         Ok(Self::Containerd(Arc::new(Containerd {
             programs,
             images,
-            references,
+            archives,
+            agent,
         })))
     }
 
@@ -81,12 +89,21 @@ impl Runtime {
                     .to_owned(),
             );
         }
+        if case.case.requires.contains(&Requirement::UpstreamBusybox)
+            && containerd.archives.debian_busybox
+        {
+            return Some(
+                "requires upstream-busybox: the archives' busybox is Debian's busybox-static 1.35 (no printenv; its sh drops environment names that are not identifiers)"
+                    .to_owned(),
+            );
+        }
         let missing: Vec<String> = images_of(&case.path)
             .into_iter()
             .map(|image| normalize(&image))
             .filter(|image| {
                 // Images that must not exist are the point of their cases.
-                !image.starts_with("registry.invalid/") && !containerd.references.contains(image)
+                !image.starts_with("registry.invalid/")
+                    && !containerd.archives.references.contains(image)
             })
             .collect();
         (!missing.is_empty()).then(|| {

@@ -110,6 +110,11 @@ pub enum Requirement {
     /// The node's host does not enforce AppArmor: upstream registers its "when running
     /// without AppArmor" tests only on such hosts.
     HostWithoutApparmor,
+    /// busybox as upstream's image has it (1.36): `printenv`, and a `sh` that hands
+    /// environment variables whose names are not identifiers (`data-1`) to the programs
+    /// it runs. Debian's busybox-static 1.35, which `nodeconform images` builds busybox
+    /// from, has neither; fake-cri simulates upstream's.
+    UpstreamBusybox,
 }
 
 impl Requirement {
@@ -120,6 +125,7 @@ impl Requirement {
             Requirement::DedicatedNode => "dedicated-node",
             Requirement::StaticPods => "static-pods",
             Requirement::HostWithoutApparmor => "host-without-apparmor",
+            Requirement::UpstreamBusybox => "upstream-busybox",
         }
     }
 }

@@ -38,6 +38,10 @@ pub enum Command {
     /// Build the cases' test images from Debian's packages into a directory of image
     /// archives, for `run --runtime containerd --images DIR`.
     Images(ImagesArgs),
+    /// Run the reference agent for one node, as `nodeconform-agent` does (a node on a real
+    /// runtime runs it this way, as a process in the node's namespaces).
+    #[cfg(feature = "reference-agent")]
+    Agent(Box<nodeconform_agent::cli::Args>),
 }
 
 /// `nodeconform images`.
@@ -284,6 +288,10 @@ pub enum Error {
         #[source]
         source: crate::backend::containerd::Error,
     },
+    /// The reference agent stopped with an error.
+    #[cfg(feature = "reference-agent")]
+    #[error("the reference agent")]
+    Agent(#[from] nodeconform_agent::cli::Error),
     /// The test images could not be built.
     #[error("building the test images")]
     Images(#[from] crate::images::Error),
@@ -375,6 +383,12 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(0)
         }
         Command::Matrix(args) => matrix(&args),
+        #[cfg(feature = "reference-agent")]
+        Command::Agent(args) => {
+            crate::logs::init_stderr();
+            nodeconform_agent::cli::run(*args).await?;
+            Ok(0)
+        }
         Command::Images(args) => {
             let sources = crate::images::Sources {
                 busybox: args.busybox,

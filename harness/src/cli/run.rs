@@ -124,7 +124,15 @@ async fn runners(
     let runtime = match args.runtime {
         RuntimeKind::FakeCri => Runtime::FakeCri,
         RuntimeKind::Containerd => {
-            Runtime::containerd(args.images.clone()).map_err(|source| Error::Runtime { source })?
+            let exe = std::env::current_exe().map_err(|source| Error::Runtime {
+                source: crate::backend::containerd::Error::Io {
+                    what: "finding this executable (it runs the reference agent)".into(),
+                    source,
+                },
+            })?;
+            let agent = vec![exe.to_string_lossy().into_owned(), "agent".into()];
+            Runtime::containerd(args.images.clone(), agent)
+                .map_err(|source| Error::Runtime { source })?
         }
     };
     let mut runners = Vec::new();

@@ -321,50 +321,86 @@ pub fn build(out: &Path, sources: &Sources) -> Result<Vec<Built>, Error> {
         .collect()
 }
 
-/// The references the archives (`*.tar`) of `dir` hold, as containerd names them:
-/// the index's `io.containerd.image.name`s, else `manifest.json`'s `RepoTags`.
-pub fn references_in(dir: &Path) -> std::io::Result<std::collections::BTreeSet<String>> {
-    let mut references = std::collections::BTreeSet::new();
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.extension().is_none_or(|x| x != "tar") {
+/// What a directory of image archives holds.
+#[derive(Debug, Clone, Default)]
+pub struct Archives {
+    /// The references, as containerd names them (`docker.io/library/busybox:1.36`).
+    pub references: std::collections::BTreeSet<String>,
+    /// Its busybox is one [`build`] made from Debian's busybox-static (labelled so).
+    pub debian_busybox: bool,
+}
+
+impl Archives {
+    /// Reads the archives (`*.tar`) of `dir`: the index's `io.containerd.image.name`s,
+    /// else `manifest.json`'s `RepoTags`, and the images' labels.
+    pub fn read(dir: &Path) -> std::io::Result<Self> {
+        let mut archives = Self::default();
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.extension().is_none_or(|x| x != "tar") {
+                continue;
+            }
+            let files = json_files(&path)?;
+            let index = files.get("index.json");
+            let docker = files.get("manifest.json");
+            let mut names: Vec<String> = index
+                .iter()
+                .flat_map(|i| i["manifests"].as_array().cloned().unwrap_or_default())
+                .filter_map(|m| {
+                    m["annotations"]["io.containerd.image.name"]
+                        .as_str()
+                        .map(str::to_owned)
+                })
+                .collect();
+            if names.is_empty() {
+                names = docker
+                    .iter()
+                    .flat_map(|d| d.as_array().cloned().unwrap_or_default())
+                    .flat_map(|m| m["RepoTags"].as_array().cloned().unwrap_or_default())
+                    .filter_map(|t| t.as_str().map(crate::backend::runtime::normalize))
+                    .collect();
+            }
+            let ours = docker
+                .and_then(|d| d[0]["Config"].as_str())
+                .and_then(|config| files.get(config))
+                .is_some_and(|c| c["config"]["Labels"]["org.nodeconform.source"].is_string());
+            if ours
+                && names
+                    .iter()
+                    .any(|n| n.starts_with("docker.io/library/busybox:"))
+            {
+                archives.debian_busybox = true;
+            }
+            archives.references.extend(names);
+        }
+        Ok(archives)
+    }
+}
+
+/// The JSON files of an archive (its index, manifests and configs; not its layers), by name.
+fn json_files(
+    path: &Path,
+) -> std::io::Result<std::collections::HashMap<String, serde_json::Value>> {
+    let mut files = std::collections::HashMap::new();
+    let mut archive = tar::Archive::new(std::fs::File::open(path)?);
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        // Layers are large; the JSON documents are small.
+        if entry.size() > 1 << 20 {
             continue;
         }
-        let mut archive = tar::Archive::new(std::fs::File::open(&path)?);
-        let (mut index, mut docker) = (None, None);
-        for entry in archive.entries()? {
-            let mut entry = entry?;
-            let name = entry.path()?.to_string_lossy().into_owned();
-            let slot = match name.trim_start_matches("./") {
-                "index.json" => &mut index,
-                "manifest.json" => &mut docker,
-                _ => continue,
-            };
-            let mut data = Vec::new();
-            std::io::Read::read_to_end(&mut entry, &mut data)?;
-            *slot = serde_json::from_slice::<serde_json::Value>(&data).ok();
-        }
-        let named: Vec<String> = index
-            .iter()
-            .flat_map(|i| i["manifests"].as_array().cloned().unwrap_or_default())
-            .filter_map(|m| {
-                m["annotations"]["io.containerd.image.name"]
-                    .as_str()
-                    .map(str::to_owned)
-            })
-            .collect();
-        if named.is_empty() {
-            let tags = docker
-                .iter()
-                .flat_map(|d| d.as_array().cloned().unwrap_or_default())
-                .flat_map(|m| m["RepoTags"].as_array().cloned().unwrap_or_default());
-            references
-                .extend(tags.filter_map(|t| t.as_str().map(crate::backend::runtime::normalize)));
-        } else {
-            references.extend(named);
+        let name = entry
+            .path()?
+            .to_string_lossy()
+            .trim_start_matches("./")
+            .to_owned();
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut data)?;
+        if let Ok(value) = serde_json::from_slice(&data) {
+            files.insert(name, value);
         }
     }
-    Ok(references)
+    Ok(files)
 }
 
 #[cfg(test)]
