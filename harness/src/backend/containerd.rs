@@ -32,6 +32,7 @@ use nodeconform_cri::v1::runtime_service_client::RuntimeServiceClient;
 
 use super::mount_ns::HostPaths;
 use super::netns::NetNs;
+use crate::images::registry::{self, Registry};
 
 /// How long containerd has to serve the CRI after it starts.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -132,6 +133,8 @@ pub struct Options<'a> {
     pub dir: &'a Path,
     /// Image archives to load (`*.tar`), or none.
     pub images: Option<&'a Path>,
+    /// The registry of those archives, which the node's containerd pulls from.
+    pub registry: Option<&'a Registry>,
 }
 
 /// A node's running containerd.
@@ -167,14 +170,19 @@ disabled_plugins = [
   sandbox_image = "{SANDBOX_IMAGE}"
   # No CAP_SYS_RESOURCE in a container sandbox: a negative oom_score_adj cannot be set.
   restrict_oom_score_adj = true
-  # The streaming server (exec, attach, port-forward) on the node namespace's loopback.
+  # The streaming server (exec, attach, port-forward) on the node namespace's loopback, at
+  # containerd's usual port: below the ephemeral range, where the agent's port (the same
+  # number as its forwarder's free port on the host) and the API server's are.
   stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
+  stream_server_port = "10010"
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    # hosts.toml per registry: the harness's registry of the image archives (none without).
+    config_path = "{d}/certs.d"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{cni}"
     conf_dir = "{d}/cni"
@@ -229,11 +237,25 @@ impl Containerd {
         let config_path = dir.join("config.toml");
         std::fs::write(&config_path, config(&dir, &options.programs.cni_bin_dir))
             .map_err(io(format!("writing {}", config_path.display())))?;
+        // Each registry the archives name is mirrored by the harness's registry.
+        for host in options.registry.iter().flat_map(|r| r.hosts()) {
+            let path = dir.join("certs.d").join(host);
+            std::fs::create_dir_all(&path).map_err(io(format!("creating {}", path.display())))?;
+            let path = path.join("hosts.toml");
+            let port = options.registry.map_or(0, Registry::port);
+            std::fs::write(&path, registry::hosts_toml(port))
+                .map_err(io(format!("writing {}", path.display())))?;
+        }
         let cni_path = dir.join("cni").join("10-nodeconform.conflist");
         std::fs::write(&cni_path, cni_config())
             .map_err(io(format!("writing {}", cni_path.display())))?;
         let netns =
             Arc::new(NetNs::new().map_err(io("making the node's network namespace".into()))?);
+        if let Some(registry) = options.registry {
+            netns.forward_in(registry.port()).map_err(io(
+                "forwarding the registry into the node's namespace".into(),
+            ))?;
+        }
         let host_paths = HostPaths::prepare(&dir)?.with_private_run();
         let log = dir.join("containerd.log");
         let log_file =

@@ -295,10 +295,15 @@ async fn start_on_containerd(
         what: format!("making the cgroup root of node {name}"),
         source,
     })?;
+    let registry = spec.registry().await.map_err(|source| Error::Io {
+        what: "starting the registry of the image archives".into(),
+        source,
+    })?;
     let containerd = Containerd::start(super::containerd::Options {
         programs: &spec.programs,
         dir,
         images: spec.images.as_deref(),
+        registry,
     })
     .await
     .map_err(|source| Error::Containerd {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::containerd::{self, Programs};
 use crate::case::LoadedCase;
 use crate::case::model::Requirement;
+use crate::images::registry::{self, Registry};
 
 /// Which runtime, as `--runtime` spells it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -43,6 +44,23 @@ pub struct Containerd {
     /// The command that runs the reference agent as a process (`nodeconform agent`), to
     /// which the node's flags are added.
     pub agent: Vec<String>,
+    /// The archives' content, for the registry.
+    content: Option<Arc<registry::Content>>,
+    /// The registry every node's containerd pulls from, started with the first node.
+    registry: tokio::sync::OnceCell<Registry>,
+}
+
+impl Containerd {
+    /// The registry of the image archives, started on first use; none without archives.
+    pub async fn registry(&self) -> std::io::Result<Option<&Registry>> {
+        let Some(content) = &self.content else {
+            return Ok(None);
+        };
+        self.registry
+            .get_or_try_init(|| Registry::start(Arc::clone(content)))
+            .await
+            .map(Some)
+    }
 }
 
 impl Runtime {
@@ -53,20 +71,26 @@ impl Runtime {
         agent: Vec<String>,
     ) -> Result<Self, containerd::Error> {
         let programs = Programs::find()?;
-        let archives = match &images {
-            Some(dir) => {
-                crate::images::Archives::read(dir).map_err(|source| containerd::Error::Io {
-                    what: format!("reading the image archives in {}", dir.display()),
-                    source,
-                })?
-            }
-            None => crate::images::Archives::default(),
+        let read_err = |dir: &Path| {
+            let what = format!("reading the image archives in {}", dir.display());
+            move |source| containerd::Error::Io { what, source }
+        };
+        let (archives, content) = match &images {
+            Some(dir) => (
+                crate::images::Archives::read(dir).map_err(read_err(dir))?,
+                Some(Arc::new(
+                    registry::Content::read(dir).map_err(read_err(dir))?,
+                )),
+            ),
+            None => (crate::images::Archives::default(), None),
         };
         Ok(Self::Containerd(Arc::new(Containerd {
             programs,
             images,
             archives,
             agent,
+            content,
+            registry: tokio::sync::OnceCell::new(),
         })))
     }
 

@@ -1,8 +1,9 @@
 //! The test images the cases use, built from Debian's packages for a real runtime
 //! (`nodeconform images --out DIR`, then `run --runtime containerd --images DIR`).
 //!
-//! No registry is needed: each image is an archive ([`oci`]) with the user,
-//! entrypoint, command and tags the real image has, made of files Debian ships.
+//! Each image is an archive ([`oci`]) with the user, entrypoint, command and tags the
+//! real image has, made of files Debian ships; a run imports them into each node's
+//! containerd and serves them from a [`registry`] of its own for pulls.
 //!
 //! | image | from | what differs from the real image |
 //! |---|---|---|
@@ -19,6 +20,7 @@
 //! it the cases that run agnhost are ignored on such a runtime, with that reason.
 
 pub mod oci;
+pub mod registry;
 
 use std::path::{Path, PathBuf};
 
