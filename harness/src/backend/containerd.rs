@@ -238,11 +238,14 @@ impl Containerd {
         std::fs::write(&config_path, config(&dir, &options.programs.cni_bin_dir))
             .map_err(io(format!("writing {}", config_path.display())))?;
         // Each registry the archives name is mirrored by the harness's registry.
-        for host in options.registry.iter().flat_map(|r| r.hosts()) {
+        for (host, port) in options
+            .registry
+            .iter()
+            .flat_map(|r| r.hosts().iter().map(|host| (host, r.port())))
+        {
             let path = dir.join("certs.d").join(host);
             std::fs::create_dir_all(&path).map_err(io(format!("creating {}", path.display())))?;
             let path = path.join("hosts.toml");
-            let port = options.registry.map_or(0, Registry::port);
             std::fs::write(&path, registry::hosts_toml(port))
                 .map_err(io(format!("writing {}", path.display())))?;
         }
