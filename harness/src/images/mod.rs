@@ -384,25 +384,42 @@ fn json_files(
     path: &Path,
 ) -> std::io::Result<std::collections::HashMap<String, serde_json::Value>> {
     let mut files = std::collections::HashMap::new();
+    // Layers are large; the JSON documents are small.
+    for_each_file(
+        path,
+        |_, size| size <= 1 << 20,
+        |name, data| {
+            if let Ok(value) = serde_json::from_slice(&data) {
+                files.insert(name.to_owned(), value);
+            }
+        },
+    )?;
+    Ok(files)
+}
+
+/// Reads the files of the archive at `path` that `wanted(name, size)` picks and hands each to
+/// `read(name, bytes)`; names are as the layout spells them, without a leading `./`.
+pub(crate) fn for_each_file(
+    path: &Path,
+    mut wanted: impl FnMut(&str, u64) -> bool,
+    mut read: impl FnMut(&str, Vec<u8>),
+) -> std::io::Result<()> {
     let mut archive = tar::Archive::new(std::fs::File::open(path)?);
     for entry in archive.entries()? {
         let mut entry = entry?;
-        // Layers are large; the JSON documents are small.
-        if entry.size() > 1 << 20 {
-            continue;
-        }
         let name = entry
             .path()?
             .to_string_lossy()
             .trim_start_matches("./")
             .to_owned();
+        if !wanted(&name, entry.size()) {
+            continue;
+        }
         let mut data = Vec::new();
         std::io::Read::read_to_end(&mut entry, &mut data)?;
-        if let Ok(value) = serde_json::from_slice(&data) {
-            files.insert(name, value);
-        }
+        read(&name, data);
     }
-    Ok(files)
+    Ok(())
 }
 
 #[cfg(test)]

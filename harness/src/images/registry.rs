@@ -75,23 +75,16 @@ impl Content {
 
     fn add_archive(&mut self, path: &Path) -> std::io::Result<()> {
         let mut index = None;
-        let mut archive = tar::Archive::new(std::fs::File::open(path)?);
-        for entry in archive.entries()? {
-            let mut entry = entry?;
-            let name = entry
-                .path()?
-                .to_string_lossy()
-                .trim_start_matches("./")
-                .to_owned();
-            let mut data = Vec::new();
-            if name == "index.json" {
-                std::io::Read::read_to_end(&mut entry, &mut data)?;
-                index = serde_json::from_slice::<serde_json::Value>(&data).ok();
-            } else if let Some(hex) = name.strip_prefix("blobs/sha256/") {
-                std::io::Read::read_to_end(&mut entry, &mut data)?;
-                self.blobs.insert(format!("sha256:{hex}"), data.into());
-            }
-        }
+        super::for_each_file(
+            path,
+            |name, _| name == "index.json" || name.starts_with("blobs/sha256/"),
+            |name, data| match name.strip_prefix("blobs/sha256/") {
+                Some(hex) => {
+                    self.blobs.insert(format!("sha256:{hex}"), data.into());
+                }
+                None => index = serde_json::from_slice::<serde_json::Value>(&data).ok(),
+            },
+        )?;
         let descriptors = index
             .as_ref()
             .and_then(|i| i["manifests"].as_array())
