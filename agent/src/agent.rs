@@ -20,6 +20,7 @@ use crate::runtime::Runtime;
 use crate::static_pods;
 use crate::sync_loop::{Admission, Inputs, StaticPods, SyncLoop};
 use crate::sync_pod::Context;
+use crate::volume_manager::MemoryMedium;
 use crate::{
     Timings, events, kubelet_server, node_lease, node_status, pleg, pod_config, pod_logs, server,
     status_manager,
@@ -103,6 +104,7 @@ impl Agent {
             allowed_unsafe_sysctls: Vec::new(),
             pod_manifest_path: None,
             cgroup_root: None,
+            memory_medium: MemoryMedium::default(),
         }
     }
 }
@@ -122,6 +124,7 @@ pub struct AgentBuilder {
     allowed_unsafe_sysctls: Vec<String>,
     pod_manifest_path: Option<PathBuf>,
     cgroup_root: Option<String>,
+    memory_medium: MemoryMedium,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -178,6 +181,15 @@ impl AgentBuilder {
     /// `staticPodPath`), and keep their mirror pods in the API.
     pub fn pod_manifest_path(mut self, dir: impl Into<PathBuf>) -> Self {
         self.pod_manifest_path = Some(dir.into());
+        self
+    }
+
+    /// Where memory-backed volumes (`emptyDir` with `medium: Memory`, secrets, the
+    /// downward API, projected volumes) live: [`MemoryMedium::Disk`] by default, since an
+    /// agent in a process of its host's must not mount there; a node agent whose runtime
+    /// shares its mount namespace mounts a tmpfs for each, as the kubelet does.
+    pub fn memory_medium(mut self, medium: MemoryMedium) -> Self {
+        self.memory_medium = medium;
         self
     }
 
@@ -373,6 +385,7 @@ impl AgentBuilder {
             events: events.clone(),
             client: self.client.clone(),
             node: node_rx.clone(),
+            memory_medium: self.memory_medium,
         };
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let workers = PodWorkers::new(ctx, snapshot_rx.clone(), done_tx, shutdown.clone());

@@ -88,6 +88,11 @@ pub struct Args {
     /// `cgroupsPerQOS` and the cgroupfs driver). Without it the runtime places them.
     #[arg(long)]
     pub cgroup_root: Option<String>,
+    /// Where memory-backed volumes (`emptyDir` with `medium: Memory`, secrets, the
+    /// downward API, projected volumes) live: a tmpfs each, as the kubelet mounts them
+    /// (root, in the runtime's mount namespace), or directories on disk.
+    #[arg(long, value_enum, default_value = "tmpfs")]
+    pub memory_volumes: crate::volume_manager::MemoryMedium,
     /// Use the shortened test timings (sub-second loops and back-offs).
     #[arg(long)]
     pub fast: bool,
@@ -164,7 +169,8 @@ pub async fn run(args: Args) -> Result<(), Error> {
         .cluster_domain(args.cluster_domain)
         .cluster_dns(args.cluster_dns)
         .resolv_conf(args.resolv_conf)
-        .allowed_unsafe_sysctls(args.allowed_unsafe_sysctls);
+        .allowed_unsafe_sysctls(args.allowed_unsafe_sysctls)
+        .memory_medium(args.memory_volumes);
     if let Some(dir) = args.pod_manifest_path {
         builder = builder.pod_manifest_path(dir);
     }

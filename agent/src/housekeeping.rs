@@ -91,7 +91,10 @@ pub fn remove_orphaned_pod_dirs(
         if keep.contains(uid) || !settled {
             continue;
         }
-        match std::fs::remove_dir_all(entry.path()) {
+        // A memory-backed volume left mounted would stop the removal half-way.
+        let removal = crate::volume_manager::remove_volumes(&entry.path())
+            .and_then(|()| std::fs::remove_dir_all(entry.path()));
+        match removal {
             Ok(()) => removed.push(uid.to_owned()),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(error) => {

@@ -75,6 +75,8 @@ pub struct Context {
     pub allocations: crate::allocation::Handle,
     /// The services, for containers' service variables.
     pub services: crate::services::Services,
+    /// Where memory-backed volumes live.
+    pub memory_medium: volume_manager::MemoryMedium,
 }
 
 impl Context {
@@ -469,7 +471,7 @@ async fn ensure_volumes(ctx: &Context, state: &mut PodState, pod: &Pod) -> Resul
         allocatable: allocatable.as_ref(),
     };
     let pod_dir = ctx.runtime.pod_dir(pod);
-    match volume_manager::set_up(&ctx.client, pod, &pod_dir, downward).await {
+    match volume_manager::set_up(&ctx.client, pod, &pod_dir, downward, ctx.memory_medium).await {
         Ok(volumes) => {
             state.volumes = Some((volumes, now));
             state.volume_backoff.reset("");

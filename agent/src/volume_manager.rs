@@ -17,6 +17,10 @@
 
 mod atomic_writer;
 pub mod downward;
+mod medium;
+
+use medium::Medium;
+pub use medium::MemoryMedium;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
@@ -93,12 +97,14 @@ fn volumes(pod: &Pod) -> &[Volume] {
         .unwrap_or_default()
 }
 
-/// Sets up every volume of `pod` under `pod_dir` (`SetUp` of each volume plugin).
+/// Sets up every volume of `pod` under `pod_dir` (`SetUp` of each volume plugin), the
+/// memory-backed ones as `memory` says.
 pub async fn set_up(
     client: &kube::Client,
     pod: &Pod,
     pod_dir: &Path,
     downward: Downward<'_>,
+    memory: MemoryMedium,
 ) -> Result<Volumes, MountError> {
     let mut out = Volumes::default();
     let has_downward = volumes(pod).iter().any(|v| {
@@ -108,7 +114,7 @@ pub async fn set_up(
                 .is_some_and(|p| p.sources.iter().flatten().any(|s| s.downward_api.is_some()))
     });
     out.downward_metadata = has_downward.then(|| metadata(pod));
-    let mut writes: Vec<(PathBuf, Option<Files>)> = Vec::new();
+    let mut writes: Vec<Write> = Vec::new();
     let mut api = Sources::new(client, pod);
     for volume in volumes(pod) {
         let fail = |message: String| MountError {
@@ -201,7 +207,11 @@ pub async fn set_up(
                 managed: true,
             },
         );
-        writes.push((path, files));
+        writes.push(Write {
+            medium: medium::of(volume, pod, downward.allocatable, memory),
+            dir: path,
+            files,
+        });
     }
     if !writes.is_empty() {
         let failed = tokio::task::spawn_blocking(move || write_all(writes))
@@ -220,36 +230,53 @@ pub async fn set_up(
     Ok(out)
 }
 
-/// Creates each volume directory; an API-backed volume's files are written by the
-/// atomic writer.
-fn write_all(writes: Vec<(PathBuf, Option<Files>)>) -> Result<(), (PathBuf, std::io::Error)> {
-    for (dir, files) in writes {
+/// One volume's directory to set up.
+struct Write {
+    dir: PathBuf,
+    medium: Medium,
+    /// An API-backed volume's files; `None` for an `emptyDir`.
+    files: Option<Files>,
+}
+
+/// Creates each volume directory (a tmpfs mounted on it for a memory-backed one); an
+/// API-backed volume's files are written by the atomic writer.
+fn write_all(writes: Vec<Write>) -> Result<(), (PathBuf, std::io::Error)> {
+    use std::os::unix::fs::PermissionsExt as _;
+    for Write { dir, medium, files } in writes {
         let at = |e| (dir.clone(), e);
-        match files {
-            None => {
-                // `emptyDir`'s `setupDir`: mode 0777 whatever the umask, so any
-                // user a container runs as may write into it.
-                use std::os::unix::fs::PermissionsExt as _;
-                std::fs::create_dir_all(&dir).map_err(at)?;
-                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))
-                    .map_err(at)?;
-            }
-            Some(files) => atomic_writer::write(&dir, &files).map_err(at)?,
+        // `emptyDir`'s `setupDir`: permissions 0777 whatever the umask, so any user a
+        // container runs as may write into it; then the tmpfs over it, whose root is
+        // 1777 (only the permission bits are compared, so a refresh keeps the sticky bit).
+        std::fs::create_dir_all(&dir).map_err(at)?;
+        let mode = std::fs::metadata(&dir).map_err(at)?.permissions().mode();
+        if mode & 0o777 != 0o777 {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).map_err(at)?;
+        }
+        if let Medium::Memory { size } = medium {
+            medium::mount_tmpfs(&dir, size).map_err(at)?;
+        }
+        if let Some(files) = files {
+            atomic_writer::write(&dir, &files).map_err(at)?;
         }
     }
     Ok(())
 }
 
-/// Removes every volume of the pod whose directory is `pod_dir` (`TearDown`).
+/// Removes every volume of the pod whose directory is `pod_dir` (`TearDown`): a
+/// memory-backed one is unmounted first.
 pub async fn tear_down(pod_dir: PathBuf) {
-    let dir = pod_dir.join("volumes");
-    let result = tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    })
-    .await;
+    let result = tokio::task::spawn_blocking(move || remove_volumes(&pod_dir)).await;
     if let Ok(Err(error)) = result {
         tracing::warn!(%error, "tearing down volumes");
+    }
+}
+
+/// Unmounts and removes the volumes of the pod directory `pod_dir`. Blocking.
+pub fn remove_volumes(pod_dir: &Path) -> std::io::Result<()> {
+    medium::unmount_volumes(pod_dir)?;
+    match std::fs::remove_dir_all(pod_dir.join("volumes")) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 

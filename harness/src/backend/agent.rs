@@ -94,16 +94,28 @@ fn node_list(nodes: &[String]) -> String {
     }
 }
 
+/// What the placeholders of an agent command template stand for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Placeholders<'a> {
+    /// `{kubeconfig}`: the cluster's kubeconfig.
+    pub kubeconfig: &'a str,
+    /// `{node}`: the node's name.
+    pub node: &'a str,
+    /// `{cri_endpoint}`: `unix:///…` of the node's runtime.
+    pub cri_endpoint: &'a str,
+    /// `{root_dir}`: a directory of the node's own.
+    pub root_dir: &'a str,
+    /// `{manifests}`: the node's static pod directory.
+    pub manifests: &'a str,
+    /// `{kubelet_port}`: the port the agent's kubelet API listens on, on 127.0.0.1 (on
+    /// containerd, of the node's network namespace, where the API server's connections
+    /// are forwarded to it).
+    pub kubelet_port: u16,
+}
+
 /// Splits an agent command template into words (single and double quotes group; no shell is involved)
 /// and fills in the placeholders.
-pub fn render_command(
-    template: &str,
-    kubeconfig: &str,
-    node: &str,
-    cri_endpoint: &str,
-    root_dir: &str,
-    manifests: &str,
-) -> Result<Vec<String>, String> {
+pub fn render_command(template: &str, with: Placeholders<'_>) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     let mut current = String::new();
     let mut in_word = false;
@@ -140,11 +152,12 @@ pub fn render_command(
     Ok(words
         .into_iter()
         .map(|w| {
-            w.replace("{kubeconfig}", kubeconfig)
-                .replace("{node}", node)
-                .replace("{cri_endpoint}", cri_endpoint)
-                .replace("{root_dir}", root_dir)
-                .replace("{manifests}", manifests)
+            w.replace("{kubeconfig}", with.kubeconfig)
+                .replace("{node}", with.node)
+                .replace("{cri_endpoint}", with.cri_endpoint)
+                .replace("{root_dir}", with.root_dir)
+                .replace("{manifests}", with.manifests)
+                .replace("{kubelet_port}", &with.kubelet_port.to_string())
         })
         .collect())
 }
@@ -253,7 +266,11 @@ impl Nodes {
     /// Why `case` cannot run on these nodes, if it cannot: what the agent or the
     /// runtime lacks.
     pub fn ignore_reason(&self, case: &crate::case::LoadedCase) -> Option<String> {
-        crate::runner::ignore_reason(case, &self.spec).or_else(|| self.runtime.ignore_reason(case))
+        // An existing node's runtime is its own, not one the harness starts.
+        crate::runner::ignore_reason(case, &self.spec).or_else(|| match self.spec {
+            AgentSpec::Existing(_) => None,
+            _ => self.runtime.ignore_reason(case),
+        })
     }
 
     /// A node for the case `hint` (`area::name`): a fresh one, or the existing node that
@@ -379,12 +396,15 @@ mod tests {
     #[test]
     fn renders_templates_without_a_shell() {
         let words = render_command(
-            "my-kubelet --kubeconfig {kubeconfig} --node-name {node} --cri '{cri_endpoint}' --root \"{root_dir}/x y\"",
-            "/k",
-            "n1",
-            "unix:///c.sock",
-            "/r",
-            "/m",
+            "my-kubelet --kubeconfig {kubeconfig} --node-name {node} --cri '{cri_endpoint}' --root \"{root_dir}/x y\" --port={kubelet_port}",
+            Placeholders {
+                kubeconfig: "/k",
+                node: "n1",
+                cri_endpoint: "unix:///c.sock",
+                root_dir: "/r",
+                manifests: "/m",
+                kubelet_port: 10250,
+            },
         )
         .unwrap();
         assert_eq!(
@@ -398,11 +418,12 @@ mod tests {
                 "--cri",
                 "unix:///c.sock",
                 "--root",
-                "/r/x y"
+                "/r/x y",
+                "--port=10250"
             ]
         );
-        assert!(render_command("a 'b", "", "", "", "", "").is_err());
-        assert!(render_command("  ", "", "", "", "", "").is_err());
+        assert!(render_command("a 'b", Placeholders::default()).is_err());
+        assert!(render_command("  ", Placeholders::default()).is_err());
     }
 
     #[test]

@@ -163,7 +163,7 @@ serverTLSBootstrap: false
 
 /// A port nothing listens on now. Another process may take it before the kubelet binds
 /// it; the kubelet then exits and the case says so.
-fn free_port() -> std::io::Result<u16> {
+pub(super) fn free_port() -> std::io::Result<u16> {
     Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
         .local_addr()?
         .port())

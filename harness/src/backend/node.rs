@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use tokio::io::AsyncReadExt;
 
+use super::agent::Placeholders;
 use super::cgroup_root::CgroupRoot;
 use super::containerd::Containerd;
 use super::mount_ns::HostPaths;
@@ -180,18 +181,25 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
             .await
             .map(|a| (a, None)),
         Launch::Command(template) => {
-            let program = super::agent::render_command(
-                template,
-                &config.kubeconfig.to_string_lossy(),
-                name,
-                &endpoint,
-                &root.to_string_lossy(),
-                &manifests.to_string_lossy(),
-            )
-            .map(|words| Program {
-                words,
-                host_paths: None,
-            });
+            let program = super::kubelet::free_port()
+                .map_err(|e| format!("finding a port for the agent's kubelet API: {e}"))
+                .and_then(|kubelet_port| {
+                    super::agent::render_command(
+                        template,
+                        Placeholders {
+                            kubeconfig: &config.kubeconfig.to_string_lossy(),
+                            node: name,
+                            cri_endpoint: &endpoint,
+                            root_dir: &root.to_string_lossy(),
+                            manifests: &manifests.to_string_lossy(),
+                            kubelet_port,
+                        },
+                    )
+                })
+                .map(|words| Program {
+                    words,
+                    host_paths: None,
+                });
             spawn_command(&config, program, Enter::FakeCri(&cri)).await
         }
         Launch::Kubelet(kubelet) => {
@@ -348,7 +356,15 @@ async fn start_on_containerd(
                 words
             }
             Launch::Command(template) => super::agent::render_command(
-                template, &kubeconfig, name, &endpoint, &root, &manifests,
+                template,
+                Placeholders {
+                    kubeconfig: &kubeconfig,
+                    node: name,
+                    cri_endpoint: &endpoint,
+                    root_dir: &root,
+                    manifests: &manifests,
+                    kubelet_port,
+                },
             )?,
             Launch::Kubelet(_) => {
                 return Err(

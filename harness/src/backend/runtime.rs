@@ -105,7 +105,14 @@ impl Runtime {
     /// Why `case` cannot run on this runtime, if it cannot.
     pub fn ignore_reason(&self, case: &LoadedCase) -> Option<String> {
         let Runtime::Containerd(containerd) = self else {
-            return None;
+            return case
+                .case
+                .requires
+                .contains(&Requirement::RealContainers)
+                .then(|| {
+                    "requires real-containers: fake-cri simulates the containers (`--runtime containerd` runs them)"
+                        .to_owned()
+                });
         };
         if case.case.requires.contains(&Requirement::RuntimeControl) {
             return Some(

@@ -115,6 +115,11 @@ pub enum Requirement {
     /// it runs. Debian's busybox-static 1.35, which `nodeconform images` builds busybox
     /// from, has neither; fake-cri simulates upstream's.
     UpstreamBusybox,
+    /// The node's containers are processes on its kernel (containerd, CRI-O, a cluster's
+    /// nodes): the case reads what the kernel shows a container of what its agent set up
+    /// — a volume's filesystem and size (`df`), cgroup files. fake-cri simulates the
+    /// containers and the programs in them, so a node on it cannot run the case.
+    RealContainers,
 }
 
 impl Requirement {
@@ -126,6 +131,7 @@ impl Requirement {
             Requirement::StaticPods => "static-pods",
             Requirement::HostWithoutApparmor => "host-without-apparmor",
             Requirement::UpstreamBusybox => "upstream-busybox",
+            Requirement::RealContainers => "real-containers",
         }
     }
 }
