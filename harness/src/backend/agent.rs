@@ -259,6 +259,9 @@ impl Nodes {
             (Runtime::Containerd(_), AgentSpec::Command(t)) => {
                 format!("agent command `{t}` + containerd")
             }
+            (Runtime::Containerd(_), AgentSpec::Kubelet(path)) => {
+                format!("kubelet {} + containerd", path.display())
+            }
             (_, spec) => spec.describe(),
         }
     }

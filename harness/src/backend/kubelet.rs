@@ -29,7 +29,7 @@
 //! away when it exits. Its node IP is the host's address on the default route: the kubelet
 //! refuses a loopback one.
 
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 
 /// The environment variable naming the kubelet binary the test suite runs the cases on.
@@ -54,6 +54,10 @@ pub struct Node<'a> {
     /// The node's own cgroup root ([`super::cgroup_root`]); without one the kubelet keeps
     /// no QoS or pod cgroups (and cannot resize pods in place).
     pub cgroup_root: Option<&'a str>,
+    /// `--node-ip` ([`node_ip`]); without one the kubelet finds an address itself.
+    pub node_ip: Option<IpAddr>,
+    /// The port of its kubelet API (a free one when `None`).
+    pub port: Option<u16>,
 }
 
 /// Writes the node's `KubeletConfiguration` and returns the kubelet's command line.
@@ -64,7 +68,7 @@ pub fn command(node: &Node<'_>) -> std::io::Result<Vec<String>> {
     std::fs::create_dir_all(&manifests)?;
     std::fs::create_dir_all(node.dir.join("logs"))?;
     let config = node.dir.join("kubelet.yaml");
-    let ports = (free_port()?, free_port()?);
+    let ports = (node.port.map_or_else(free_port, Ok)?, free_port()?);
     std::fs::write(&config, configuration(ports, node.dir, node.cgroup_root))?;
     let path = |p: PathBuf| p.to_string_lossy().into_owned();
     let mut words = vec![
@@ -77,7 +81,7 @@ pub fn command(node: &Node<'_>) -> std::io::Result<Vec<String>> {
         // Its serving certificate, which it would otherwise write to /var/lib/kubelet/pki.
         format!("--cert-dir={}", path(node.dir.join("pki"))),
     ];
-    if let Some(ip) = node_ip() {
+    if let Some(ip) = node.node_ip {
         words.push(format!("--node-ip={ip}"));
     }
     Ok(words)
@@ -87,7 +91,7 @@ pub fn command(node: &Node<'_>) -> std::io::Result<Vec<String>> {
 /// (`failed to validate nodeIP: nodeIP can't be loopback address`) and wants one of the
 /// host's own. Connecting a UDP socket sends nothing; it only picks the route. Without
 /// a default route the kubelet is left to find an address itself.
-fn node_ip() -> Option<std::net::IpAddr> {
+pub fn node_ip() -> Option<IpAddr> {
     let socket = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).ok()?;
     // TEST-NET-3 (RFC 5737): routed like any outside address, never reached.
     socket.connect((Ipv4Addr::new(203, 0, 113, 1), 9)).ok()?;
@@ -183,6 +187,8 @@ mod tests {
             cri_endpoint: "unix:///c.sock",
             dir: dir.path(),
             cgroup_root: Some("/nodeconform-nc-1-x"),
+            node_ip: Some(IpAddr::from([192, 0, 2, 7])),
+            port: Some(10250),
         })
         .unwrap();
         assert_eq!(words[0], "/opt/kubelet");
@@ -190,6 +196,7 @@ mod tests {
             "--kubeconfig=/k",
             "--hostname-override=nc-1-x",
             "--container-runtime-endpoint=unix:///c.sock",
+            "--node-ip=192.0.2.7",
         ] {
             assert!(words.iter().any(|w| w == flag), "{flag} in {words:?}");
         }
@@ -199,6 +206,7 @@ mod tests {
         assert_eq!(config["cgroupsPerQOS"], true);
         assert_eq!(config["cgroupRoot"], "/nodeconform-nc-1-x");
         assert_eq!(config["authorization"]["mode"], "AlwaysAllow");
+        assert_eq!(config["port"], 10250);
         assert_ne!(config["port"], config["healthzPort"]);
         assert!(dir.path().join("root").is_dir());
     }

@@ -86,6 +86,47 @@ fn loopback_up() -> std::io::Result<()> {
     result
 }
 
+/// Gives the calling thread's namespace `ip` as a /32 on its loopback (the alias `lo:node`),
+/// so a program there that insists on an address of its own off 127.0.0.0/8 finds one.
+fn add_loopback_address(ip: Ipv4Addr) -> std::io::Result<()> {
+    // SAFETY: a datagram socket for the interface ioctls, closed below.
+    let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if sock < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let sockaddr = |addr: Ipv4Addr| {
+        // SAFETY: `sockaddr_in` is plain data.
+        let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        sin.sin_family = libc::AF_INET as libc::sa_family_t;
+        sin.sin_addr.s_addr = u32::from(addr).to_be();
+        // SAFETY: a `sockaddr_in` fits in the `sockaddr` of `ifreq` (both 16 bytes).
+        unsafe { std::mem::transmute::<libc::sockaddr_in, libc::sockaddr>(sin) }
+    };
+    // SAFETY: `ifreq` is plain data; the name is "lo:node" with its NUL.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo:node\0") {
+        *slot = *byte as libc::c_char;
+    }
+    // SAFETY: SIOCSIFADDR, then SIOCSIFNETMASK (the address alone gets its class's mask,
+    // routing a whole /8 to the loopback), with a valid `ifreq` on our socket.
+    let result = unsafe {
+        request.ifr_ifru.ifru_addr = sockaddr(ip);
+        if libc::ioctl(sock, libc::SIOCSIFADDR, &request) != 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            request.ifr_ifru.ifru_netmask = sockaddr(Ipv4Addr::BROADCAST);
+            if libc::ioctl(sock, libc::SIOCSIFNETMASK, &request) != 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        }
+    };
+    // SAFETY: closing the socket made above.
+    unsafe { libc::close(sock) };
+    result
+}
+
 /// Copies both ways between two connections until either side ends.
 async fn splice(mut a: TcpStream, mut b: TcpStream) {
     let _ = tokio::io::copy_bidirectional(&mut a, &mut b).await;
@@ -110,6 +151,16 @@ impl NetNs {
             fd,
             forwarders: Mutex::default(),
         })
+    }
+
+    /// Gives the namespace `ip` as an address of its own, on its loopback: a kubelet
+    /// refuses a loopback node IP and wants one of its host's. Given the host's own
+    /// address, nothing inside is routed off the machine (the namespace has no other
+    /// interface but the pods' bridge), and a connection of the API server to that
+    /// address on the host is refused there and dialled again on 127.0.0.1, where
+    /// [`NetNs::forward_out`] listens.
+    pub fn add_address(&self, ip: Ipv4Addr) -> std::io::Result<()> {
+        on_thread_in(&self.fd, || add_loopback_address(ip))
     }
 
     /// Makes `command`'s process start in this namespace.

@@ -216,6 +216,8 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
                 cri_endpoint: &endpoint,
                 dir: &kubelet_dir,
                 cgroup_root: cgroups.as_ref().map(CgroupRoot::name),
+                node_ip: super::kubelet::node_ip(),
+                port: None,
             })
             .map_err(|e| format!("writing the kubelet's configuration: {e}"))
             .and_then(|words| {
@@ -366,10 +368,31 @@ async fn start_on_containerd(
                     kubelet_port,
                 },
             )?,
-            Launch::Kubelet(_) => {
-                return Err(
-                    "--kubelet on --runtime containerd is not built yet: the kubelet refuses a loopback node IP, and the API server would have to reach the node's namespace at another".to_owned(),
-                );
+            // The host's own address inside the node's namespace as its node IP, and its
+            // kubelet API on the forwarded port (see `NetNs::add_address`).
+            Launch::Kubelet(kubelet) => {
+                let ip = match super::kubelet::node_ip() {
+                    Some(std::net::IpAddr::V4(ip)) => ip,
+                    other => {
+                        return Err(format!(
+                            "a kubelet on containerd needs an IPv4 address of this host on its default route as its node IP; found {other:?}"
+                        ));
+                    }
+                };
+                netns
+                    .add_address(ip)
+                    .map_err(|e| format!("giving the node's namespace the node IP {ip}: {e}"))?;
+                super::kubelet::command(&super::kubelet::Node {
+                    kubelet,
+                    name,
+                    kubeconfig: config.kubeconfig,
+                    cri_endpoint: &endpoint,
+                    dir,
+                    cgroup_root: Some(cgroups.name()),
+                    node_ip: Some(ip.into()),
+                    port: Some(kubelet_port),
+                })
+                .map_err(|e| format!("writing the kubelet's configuration: {e}"))?
             }
         };
         Ok(Program {

@@ -57,6 +57,10 @@ pub struct ImagesArgs {
     /// `test/images/agnhost`); without it there is no agnhost image.
     #[arg(long, value_name = "PATH", env = "NODECONFORM_AGNHOST")]
     pub agnhost: Option<PathBuf>,
+    /// Debian's curl, which the agnhost image carries with its libraries as upstream's
+    /// image has curl (only with --agnhost).
+    #[arg(long, value_name = "PATH", default_value = "/usr/bin/curl")]
+    pub curl: PathBuf,
 }
 
 /// The matrix's format.
@@ -393,6 +397,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             let sources = crate::images::Sources {
                 busybox: args.busybox,
                 agnhost: args.agnhost,
+                curl: args.curl,
             };
             let mut out = std::io::stdout().lock();
             for built in crate::images::build(&args.out, &sources)? {

@@ -19,6 +19,7 @@
 //! upstream. The real binary, given by path, is the honest choice; without
 //! it the cases that run agnhost are ignored on such a runtime, with that reason.
 
+mod dynamic;
 pub mod oci;
 pub mod registry;
 
@@ -53,6 +54,15 @@ pub enum Error {
         /// The binary.
         path: PathBuf,
     },
+    /// A program to be copied with its libraries is not linked dynamically (or `ldd`
+    /// failed on it).
+    #[error("{}: ldd found no libraries: {message}", path.display())]
+    NotDynamic {
+        /// The program.
+        path: PathBuf,
+        /// What `ldd` said.
+        message: String,
+    },
     /// An archive could not be written.
     #[error("writing {}", path.display())]
     Write {
@@ -71,6 +81,9 @@ pub struct Sources {
     pub busybox: PathBuf,
     /// A static agnhost binary, built outside nodeconform; `None`: no agnhost image.
     pub agnhost: Option<PathBuf>,
+    /// Debian's `curl` (`/usr/bin/curl`), which the agnhost image has as upstream's does
+    /// (the lifecycle hook tests call it); copied with its libraries.
+    pub curl: PathBuf,
 }
 
 impl Default for Sources {
@@ -78,6 +91,7 @@ impl Default for Sources {
         Self {
             busybox: PathBuf::from("/bin/busybox"),
             agnhost: None,
+            curl: PathBuf::from("/usr/bin/curl"),
         }
     }
 }
@@ -289,17 +303,27 @@ pub fn build(out: &Path, sources: &Sources) -> Result<Vec<Built>, Error> {
     images.push(("pause", pause()));
     if let Some(agnhost) = &sources.agnhost {
         let binary = read_static(agnhost)?;
+        let curl = dynamic::files(&sources.curl)?;
         let image = (|| -> std::io::Result<Image> {
             let mut program = Layer::new();
             program.file("agnhost", 0o755, &binary)?;
+            for (path, content) in &curl {
+                program.file(path, 0o755, content)?;
+            }
             Ok(Image {
                 layers: vec![busybox_layer(&busybox, &applets)?, program],
                 config: Config {
+                    // As the real image: a container without args pauses.
                     entrypoint: vec!["/agnhost".to_owned()],
+                    cmd: vec!["pause".to_owned()],
                     env: vec![PATH_ENV.to_owned()],
                     labels: vec![(
                         "org.nodeconform.source".to_owned(),
-                        format!("agnhost from {}", agnhost.display()),
+                        format!(
+                            "agnhost from {}, curl from {}",
+                            agnhost.display(),
+                            sources.curl.display()
+                        ),
                     )],
                     ..Config::default()
                 },
