@@ -56,75 +56,78 @@ fn on_thread_in<T: Send>(
     })
 }
 
-/// Brings the loopback interface up in the calling thread's namespace.
-fn loopback_up() -> std::io::Result<()> {
+/// An interface ioctl and what it sets in the request first.
+type IfCall<'a> = (libc::Ioctl, &'a dyn Fn(&mut libc::ifreq));
+
+/// Runs interface ioctls: `calls` one after another on one `ifreq` named `name`, on a
+/// datagram socket of the calling thread's namespace; the first that fails stops them.
+fn interface_ioctls(name: &[u8], calls: &[IfCall<'_>]) -> std::io::Result<()> {
     // SAFETY: a datagram socket for the interface ioctls, closed below.
     let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if sock < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    // SAFETY: `ifreq` is plain data; the name is "lo" with its NUL.
+    // SAFETY: `ifreq` is plain data; the name is copied with room for its NUL.
     let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+    let room = request.ifr_name.len() - 1;
+    for (slot, byte) in request
+        .ifr_name
+        .iter_mut()
+        .zip(&name[..name.len().min(room)])
+    {
         *slot = *byte as libc::c_char;
     }
-    // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS with a valid `ifreq` on our socket.
-    let result = unsafe {
-        if libc::ioctl(sock, libc::SIOCGIFFLAGS, &mut request) != 0 {
-            Err(std::io::Error::last_os_error())
-        } else {
-            request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-            if libc::ioctl(sock, libc::SIOCSIFFLAGS, &request) != 0 {
-                Err(std::io::Error::last_os_error())
-            } else {
-                Ok(())
-            }
+    let mut result = Ok(());
+    for (call, prepare) in calls {
+        prepare(&mut request);
+        // SAFETY: an interface ioctl with a valid `ifreq` on our socket.
+        if unsafe { libc::ioctl(sock, *call, &mut request) } != 0 {
+            result = Err(std::io::Error::last_os_error());
+            break;
         }
-    };
+    }
     // SAFETY: closing the socket made above.
     unsafe { libc::close(sock) };
     result
 }
 
+/// Brings the loopback interface up in the calling thread's namespace.
+fn loopback_up() -> std::io::Result<()> {
+    interface_ioctls(
+        b"lo",
+        &[
+            (libc::SIOCGIFFLAGS, &|_| {}),
+            // SAFETY (union access): SIOCGIFFLAGS filled in the flags.
+            (libc::SIOCSIFFLAGS, &|r| unsafe {
+                r.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short
+            }),
+        ],
+    )
+}
+
+/// An IPv4 address as the `sockaddr` of an `ifreq`.
+fn sockaddr(addr: Ipv4Addr) -> libc::sockaddr {
+    // SAFETY: `sockaddr_in` is plain data.
+    let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    sin.sin_family = libc::AF_INET as libc::sa_family_t;
+    sin.sin_addr.s_addr = u32::from(addr).to_be();
+    // SAFETY: a `sockaddr_in` is a `sockaddr` of the same size (16 bytes).
+    unsafe { std::mem::transmute::<libc::sockaddr_in, libc::sockaddr>(sin) }
+}
+
 /// Gives the calling thread's namespace `ip` as a /32 on its loopback (the alias `lo:node`),
-/// so a program there that insists on an address of its own off 127.0.0.0/8 finds one.
+/// so a program there that insists on an address of its own off 127.0.0.0/8 finds one. The
+/// address alone would get its class's mask, routing a whole /8 to the loopback.
 fn add_loopback_address(ip: Ipv4Addr) -> std::io::Result<()> {
-    // SAFETY: a datagram socket for the interface ioctls, closed below.
-    let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if sock < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let sockaddr = |addr: Ipv4Addr| {
-        // SAFETY: `sockaddr_in` is plain data.
-        let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-        sin.sin_family = libc::AF_INET as libc::sa_family_t;
-        sin.sin_addr.s_addr = u32::from(addr).to_be();
-        // SAFETY: a `sockaddr_in` fits in the `sockaddr` of `ifreq` (both 16 bytes).
-        unsafe { std::mem::transmute::<libc::sockaddr_in, libc::sockaddr>(sin) }
-    };
-    // SAFETY: `ifreq` is plain data; the name is "lo:node" with its NUL.
-    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo:node\0") {
-        *slot = *byte as libc::c_char;
-    }
-    // SAFETY: SIOCSIFADDR, then SIOCSIFNETMASK (the address alone gets its class's mask,
-    // routing a whole /8 to the loopback), with a valid `ifreq` on our socket.
-    let result = unsafe {
-        request.ifr_ifru.ifru_addr = sockaddr(ip);
-        if libc::ioctl(sock, libc::SIOCSIFADDR, &request) != 0 {
-            Err(std::io::Error::last_os_error())
-        } else {
-            request.ifr_ifru.ifru_netmask = sockaddr(Ipv4Addr::BROADCAST);
-            if libc::ioctl(sock, libc::SIOCSIFNETMASK, &request) != 0 {
-                Err(std::io::Error::last_os_error())
-            } else {
-                Ok(())
-            }
-        }
-    };
-    // SAFETY: closing the socket made above.
-    unsafe { libc::close(sock) };
-    result
+    interface_ioctls(
+        b"lo:node",
+        &[
+            (libc::SIOCSIFADDR, &|r| r.ifr_ifru.ifru_addr = sockaddr(ip)),
+            (libc::SIOCSIFNETMASK, &|r| {
+                r.ifr_ifru.ifru_netmask = sockaddr(Ipv4Addr::BROADCAST)
+            }),
+        ],
+    )
 }
 
 /// Copies both ways between two connections until either side ends.
