@@ -35,6 +35,10 @@ pub enum Command {
     Check(CheckArgs),
     /// The compatibility matrix of result bundles (`run --out`), as Markdown or one HTML page.
     Matrix(MatrixArgs),
+    /// The cases whose outcome differs between result bundles (the same agent on fake-cri
+    /// and on containerd, two agents, two releases), as a Markdown table; exits 1 when any
+    /// does, as diff(1).
+    Diff(DiffArgs),
     /// Build the cases' test images from Debian's packages into a directory of image
     /// archives, for `run --runtime containerd --images DIR`.
     Images(ImagesArgs),
@@ -87,6 +91,17 @@ pub struct MatrixArgs {
     pub format: MatrixFormat,
     /// Result bundles, one column each, in this order.
     #[arg(required = true, value_name = "BUNDLE")]
+    pub bundles: Vec<PathBuf>,
+}
+
+/// `nodeconform diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// List every case, not only those whose outcomes differ.
+    #[arg(long)]
+    pub all: bool,
+    /// Result bundles (`run --out`), one column each, in this order.
+    #[arg(required = true, num_args = 2.., value_name = "BUNDLE")]
     pub bundles: Vec<PathBuf>,
 }
 
@@ -387,6 +402,16 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(0)
         }
         Command::Matrix(args) => matrix(&args),
+        Command::Diff(args) => {
+            let bundles = args
+                .bundles
+                .iter()
+                .map(|dir| crate::report::bundle::read(dir))
+                .collect::<Result<Vec<_>, _>>()?;
+            let (text, differing) = crate::report::compare::render(&bundles, args.all);
+            print!("{text}");
+            Ok(u8::from(differing > 0).into())
+        }
         #[cfg(feature = "reference-agent")]
         Command::Agent(args) => {
             crate::logs::init_stderr();

@@ -1,6 +1,7 @@
 //! What a run produced: per-case results, and the three formats (human, JUnit XML, JSON).
 
 pub mod bundle;
+pub mod compare;
 pub mod human;
 pub mod json;
 pub mod junit;
