@@ -81,6 +81,7 @@ pub mod pod_status;
 pub mod pod_workers;
 pub mod podutil;
 pub mod prober;
+pub mod qos_policy;
 pub mod resource;
 pub mod resource_metrics;
 pub mod runtime;

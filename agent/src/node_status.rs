@@ -377,7 +377,7 @@ pub async fn runtime_health(
     if version.is_none()
         && let Ok(Ok((name, v))) = tokio::time::timeout(timeout, runtime.version()).await
     {
-        *version = Some(format!("{name}://{v}"));
+        *version = Some(crate::runtime::version::node_info(&name, &v));
     }
     let mut problems = match runtime.readiness(timeout).await {
         Ok(r) => r.problems,

@@ -221,9 +221,10 @@ impl Runtime {
             stdin_once: container.stdin_once.unwrap_or(false),
             tty: container.tty.unwrap_or(false),
             linux: Some(cri::LinuxContainerConfig {
-                resources: Some(super::linux_resources(Some(&super::effective(
-                    pod, container,
-                )))),
+                resources: Some(cri::LinuxContainerResources {
+                    oom_score_adj: crate::qos_policy::container_oom_score_adjust(pod, container),
+                    ..super::linux_resources(Some(&super::effective(pod, container)))
+                }),
                 security_context: Some(security_context),
             }),
             ..Default::default()

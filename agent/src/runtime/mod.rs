@@ -26,6 +26,7 @@ pub mod security;
 mod status;
 mod streams;
 mod termination;
+pub mod version;
 
 pub use client::{DEFAULT_CLUSTER_DOMAIN, ExecOutput, Readiness, Runtime, pod_key};
 pub use error::{Error, Result};
