@@ -105,6 +105,7 @@ impl Agent {
             pod_manifest_path: None,
             cgroup_root: None,
             memory_medium: MemoryMedium::default(),
+            pod_logs_dir: None,
         }
     }
 }
@@ -125,6 +126,7 @@ pub struct AgentBuilder {
     pod_manifest_path: Option<PathBuf>,
     cgroup_root: Option<String>,
     memory_medium: MemoryMedium,
+    pod_logs_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -193,6 +195,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Put the pods' container logs in `dir` (the kubelet's `podLogsDir`, `/var/log/pods`
+    /// on a node), linked from `containers` beside it; by default they are in the pods'
+    /// directories under the root directory.
+    pub fn pod_logs_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.pod_logs_dir = Some(dir.into());
+        self
+    }
+
     /// Put every pod's cgroup under `root` in the QoS hierarchy (the kubelet's
     /// `cgroupRoot` with `cgroupsPerQOS` and the cgroupfs driver):
     /// `<root>/kubepods/[burstable|besteffort/]pod<uid>`, named as the sandbox's
@@ -256,6 +266,10 @@ impl AgentBuilder {
         .with_dns(self.dns.clone());
         let runtime = match &self.cgroup_root {
             Some(root) => runtime.with_cgroup_root(root.clone()),
+            None => runtime,
+        };
+        let runtime = match &self.pod_logs_dir {
+            Some(dir) => runtime.with_pod_logs_dir(dir.clone()),
             None => runtime,
         };
         let (shutdown_tx, shutdown) = watch::channel(false);

@@ -93,6 +93,11 @@ pub struct Args {
     /// (root, in the runtime's mount namespace), or directories on disk.
     #[arg(long, value_enum, default_value = "tmpfs")]
     pub memory_volumes: crate::volume_manager::MemoryMedium,
+    /// Where the pods' container logs go (the kubelet's `podLogsDir`):
+    /// `<dir>/<namespace>_<pod>_<uid>/<container>/<restart>.log`, each linked from
+    /// `containers` beside it (`/var/log/containers`).
+    #[arg(long, default_value = "/var/log/pods")]
+    pub pod_logs_dir: PathBuf,
     /// Use the shortened test timings (sub-second loops and back-offs).
     #[arg(long)]
     pub fast: bool,
@@ -170,7 +175,8 @@ pub async fn run(args: Args) -> Result<(), Error> {
         .cluster_dns(args.cluster_dns)
         .resolv_conf(args.resolv_conf)
         .allowed_unsafe_sysctls(args.allowed_unsafe_sysctls)
-        .memory_medium(args.memory_volumes);
+        .memory_medium(args.memory_volumes)
+        .pod_logs_dir(args.pod_logs_dir);
     if let Some(dir) = args.pod_manifest_path {
         builder = builder.pod_manifest_path(dir);
     }

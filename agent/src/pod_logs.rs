@@ -271,7 +271,7 @@ pub async fn open(
         .map_err(|_| runtime_error())?
         .ok_or_else(runtime_error)?;
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-    if log.pod_uid != uid || !is_below(&log.path, ctx.runtime.pods_dir()) {
+    if log.pod_uid != uid || !is_below(&log.path, ctx.runtime.pod_logs_dir()) {
         // Only the logs of this agent's own containers, in its own directory.
         return Err(runtime_error());
     }

@@ -48,6 +48,9 @@ pub struct Runtime {
     pub(super) metrics: Arc<Metrics>,
     pub(super) timeout: Duration,
     pub(super) log_root: PathBuf,
+    /// Where the pods' log directories are (the kubelet's `podLogsDir`, `/var/log/pods`;
+    /// by default the pods directory itself).
+    pub(super) pod_logs_dir: PathBuf,
     /// Where `Localhost` seccomp profiles are (the kubelet's `<root-dir>/seccomp`,
     /// beside the pods directory).
     pub(super) seccomp_root: PathBuf,
@@ -109,6 +112,7 @@ impl Runtime {
             metrics,
             timeout,
             seccomp_root: log_root.with_file_name("seccomp"),
+            pod_logs_dir: log_root.clone(),
             log_root,
             dns: Arc::new(Configurer {
                 cluster_domain: DEFAULT_CLUSTER_DOMAIN.to_owned(),
@@ -124,6 +128,15 @@ impl Runtime {
     pub fn with_cgroup_root(mut self, root: impl Into<String>) -> Self {
         let root = root.into();
         self.cgroup_root = Some(root.trim_end_matches('/').into());
+        self
+    }
+
+    /// Puts the pods' container logs in `dir` (the kubelet's `podLogsDir`):
+    /// `<dir>/<namespace>_<name>_<uid>/<container>/<restart>.log`, each linked from
+    /// `<dir>/../containers` as the kubelet links them from `/var/log/containers`.
+    #[must_use]
+    pub fn with_pod_logs_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.pod_logs_dir = dir.into();
         self
     }
 
@@ -146,9 +159,15 @@ impl Runtime {
     }
 
     /// The directory holding one directory per pod (`<namespace>_<name>_<uid>`)
-    /// with its container logs and termination-message files.
+    /// with its volumes and termination-message files.
     pub fn pods_dir(&self) -> &std::path::Path {
         &self.log_root
+    }
+
+    /// The directory holding one log directory per pod (`<namespace>_<name>_<uid>`);
+    /// the pods directory unless [`Runtime::with_pod_logs_dir`] moved them.
+    pub fn pod_logs_dir(&self) -> &std::path::Path {
+        &self.pod_logs_dir
     }
 
     /// One CRI call with its timeout and metrics. The tonic future is boxed before

@@ -62,7 +62,7 @@ impl Runtime {
             }),
             hostname,
             dns_config: Some(dns),
-            log_directory: self.pod_dir(pod).to_string_lossy().into_owned(),
+            log_directory: self.pod_log_dir(pod).to_string_lossy().into_owned(),
             labels,
             annotations,
             linux: Some(cri::LinuxPodSandboxConfig {
@@ -231,16 +231,15 @@ impl Runtime {
         })
     }
 
-    /// The pod's directory (`<namespace>_<name>_<uid>`): container logs,
-    /// termination-message files and volumes.
+    /// The pod's directory (`<namespace>_<name>_<uid>`): termination-message files
+    /// and volumes (and the container logs, unless they have a directory of their own).
     pub fn pod_dir(&self, pod: &Pod) -> PathBuf {
-        let meta = &pod.metadata;
-        self.log_root.join(format!(
-            "{}_{}_{}",
-            meta.namespace.as_deref().unwrap_or_default(),
-            meta.name.as_deref().unwrap_or_default(),
-            meta.uid.as_deref().unwrap_or_default()
-        ))
+        self.log_root.join(pod_dir_name(pod))
+    }
+
+    /// The pod's log directory, the sandbox's `log_directory`.
+    pub fn pod_log_dir(&self, pod: &Pod) -> PathBuf {
+        self.pod_logs_dir.join(pod_dir_name(pod))
     }
 
     /// The host file for a container's termination message, beside its log:
@@ -250,4 +249,15 @@ impl Runtime {
             .join(container)
             .join(format!("{restart_count}.termination-log"))
     }
+}
+
+/// `<namespace>_<name>_<uid>`, the name of a pod's directories.
+fn pod_dir_name(pod: &Pod) -> String {
+    let meta = &pod.metadata;
+    format!(
+        "{}_{}_{}",
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
+        meta.uid.as_deref().unwrap_or_default()
+    )
 }

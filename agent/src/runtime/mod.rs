@@ -31,7 +31,7 @@ pub mod version;
 pub use client::{DEFAULT_CLUSTER_DOMAIN, ExecOutput, Readiness, Runtime, pod_key};
 pub use error::{Error, Result};
 pub use labels::*;
-pub use logs::ContainerLog;
+pub use logs::{ContainerLog, remove_dangling_links};
 pub use resources::{
     PodConfig, effective, effective_limit, linux_resources, quota_to_milli, shares_to_milli,
 };

@@ -47,6 +47,11 @@ pub struct SyncLoop {
     rejected: HashMap<String, Arc<PodStatus>>,
     /// Static pods and their mirror pods.
     mirrors: mirrors::Mirrors,
+    /// The clean-up of orphaned pods in flight, and when the last one was seen done: a
+    /// round starts none while one runs, nor before a relist after it, so no orphan is
+    /// stopped or removed twice.
+    cleanup: Option<tokio::task::JoinHandle<()>>,
+    cleaned_at: Option<tokio::time::Instant>,
 }
 
 /// The channels the sync loop reads.
@@ -85,6 +90,8 @@ impl SyncLoop {
             admission,
             rejected: HashMap::new(),
             mirrors: mirrors::Mirrors::new(static_pods),
+            cleanup: None,
+            cleaned_at: None,
         }
     }
 
@@ -274,13 +281,24 @@ impl SyncLoop {
                 || self.workers.contains(uid)
         });
         self.remove_orphaned_pod_dirs(&snapshot);
-        if orphans.is_empty() {
+        if let Some(task) = &self.cleanup {
+            if !task.is_finished() {
+                return;
+            }
+            self.cleanup = None;
+            self.cleaned_at = Some(tokio::time::Instant::now());
+        }
+        // The snapshot must show the runtime after the last clean-up.
+        let stale = self
+            .cleaned_at
+            .is_some_and(|done| snapshot.at.is_none_or(|at| at <= done));
+        if orphans.is_empty() || stale {
             return;
         }
-        tokio::spawn(
+        self.cleanup = Some(tokio::spawn(
             housekeeping::clean_up(self.runtime.clone(), snapshot, orphans, self.minimum_grace)
                 .in_current_span(),
-        );
+        ));
     }
 
     /// Removes the directories of pods that neither the API (once listed), a
@@ -300,11 +318,19 @@ impl SyncLoop {
             .cloned()
             .collect();
         let pods_dir = self.runtime.pods_dir().to_owned();
+        let logs_dir = self.runtime.pod_logs_dir().to_owned();
+        let links_dir = self.runtime.container_logs_dir();
         tokio::task::spawn_blocking(move || {
-            let removed = housekeeping::remove_orphaned_pod_dirs(&pods_dir, &keep, as_of);
+            let mut removed = housekeeping::remove_orphaned_pod_dirs(&pods_dir, &keep, as_of);
+            if logs_dir != pods_dir {
+                removed.extend(housekeeping::remove_orphaned_pod_dirs(
+                    &logs_dir, &keep, as_of,
+                ));
+            }
             if !removed.is_empty() {
                 tracing::debug!(pods = ?removed, "removed directories of pods that are gone");
             }
+            crate::runtime::remove_dangling_links(&links_dir);
         });
     }
 }

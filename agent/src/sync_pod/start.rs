@@ -274,6 +274,7 @@ pub(super) async fn start(
             return Ok(false);
         }
     };
+    let log_path = ctx.runtime.pod_log_dir(pod).join(&config.log_path);
     let id = match ctx
         .runtime
         .create_container(pod, &sandbox.id, config, sandbox_config.clone())
@@ -306,6 +307,9 @@ pub(super) async fn start(
         // The container exists (created or exited): the status shows it.
         return Ok(true);
     }
+    ctx.runtime
+        .link_container_log(pod, &container.name, &id, &log_path)
+        .await;
     state.reasons.remove(&container.name);
     ctx.events.pod(
         pod,

@@ -61,10 +61,10 @@ pub struct ImagesArgs {
     /// `test/images/agnhost`); without it there is no agnhost image.
     #[arg(long, value_name = "PATH", env = "NODECONFORM_AGNHOST")]
     pub agnhost: Option<PathBuf>,
-    /// Debian's curl, which the agnhost image carries with its libraries as upstream's
-    /// image has curl (only with --agnhost).
-    #[arg(long, value_name = "PATH", default_value = "/usr/bin/curl")]
-    pub curl: PathBuf,
+    /// Programs of Debian's packages the agnhost image carries with their libraries, as
+    /// upstream's image has them (only with --agnhost).
+    #[arg(long, value_name = "PATH", value_delimiter = ',', default_values_t = crate::images::AGNHOST_PROGRAMS.map(String::from))]
+    pub agnhost_programs: Vec<String>,
 }
 
 /// The matrix's format.
@@ -422,7 +422,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             let sources = crate::images::Sources {
                 busybox: args.busybox,
                 agnhost: args.agnhost,
-                curl: args.curl,
+                agnhost_programs: args.agnhost_programs.iter().map(PathBuf::from).collect(),
             };
             let mut out = std::io::stdout().lock();
             for built in crate::images::build(&args.out, &sources)? {

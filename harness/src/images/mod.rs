@@ -74,6 +74,9 @@ pub enum Error {
     },
 }
 
+/// The programs of Debian's packages the agnhost image carries by default.
+pub const AGNHOST_PROGRAMS: [&str; 2] = ["/usr/bin/curl", "/bin/bash"];
+
 /// Where the images' files come from.
 #[derive(Debug, Clone)]
 pub struct Sources {
@@ -81,9 +84,10 @@ pub struct Sources {
     pub busybox: PathBuf,
     /// A static agnhost binary, built outside nodeconform; `None`: no agnhost image.
     pub agnhost: Option<PathBuf>,
-    /// Debian's `curl` (`/usr/bin/curl`), which the agnhost image has as upstream's does
-    /// (the lifecycle hook tests call it); copied with its libraries.
-    pub curl: PathBuf,
+    /// Programs of Debian's packages that upstream's agnhost image has too, copied into
+    /// it with their libraries: `curl` (the lifecycle hook tests call it) and `bash`
+    /// (probe tests run `/bin/bash -c` scripts with functions).
+    pub agnhost_programs: Vec<PathBuf>,
 }
 
 impl Default for Sources {
@@ -91,7 +95,7 @@ impl Default for Sources {
         Self {
             busybox: PathBuf::from("/bin/busybox"),
             agnhost: None,
-            curl: PathBuf::from("/usr/bin/curl"),
+            agnhost_programs: AGNHOST_PROGRAMS.iter().map(PathBuf::from).collect(),
         }
     }
 }
@@ -303,11 +307,14 @@ pub fn build(out: &Path, sources: &Sources) -> Result<Vec<Built>, Error> {
     images.push(("pause", pause()));
     if let Some(agnhost) = &sources.agnhost {
         let binary = read_static(agnhost)?;
-        let curl = dynamic::files(&sources.curl)?;
+        let mut programs = Vec::new();
+        for program in &sources.agnhost_programs {
+            programs.extend(dynamic::files(program)?);
+        }
         let image = (|| -> std::io::Result<Image> {
             let mut program = Layer::new();
             program.file("agnhost", 0o755, &binary)?;
-            for (path, content) in &curl {
+            for (path, content) in &programs {
                 program.file(path, 0o755, content)?;
             }
             Ok(Image {
@@ -320,9 +327,14 @@ pub fn build(out: &Path, sources: &Sources) -> Result<Vec<Built>, Error> {
                     labels: vec![(
                         "org.nodeconform.source".to_owned(),
                         format!(
-                            "agnhost from {}, curl from {}",
+                            "agnhost from {}, with {}",
                             agnhost.display(),
-                            sources.curl.display()
+                            sources
+                                .agnhost_programs
+                                .iter()
+                                .map(|p| p.display().to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
                         ),
                     )],
                     ..Config::default()
