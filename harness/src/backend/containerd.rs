@@ -82,14 +82,24 @@ pub enum Error {
     },
 }
 
+/// The environment variable naming a directory with another containerd (`containerd`,
+/// `containerd-shim-runc-v2`, `ctr`), such as a containerd 2.x built outside nodeconform.
+pub const CONTAINERD_DIR_ENV: &str = "NODECONFORM_CONTAINERD_DIR";
+/// The environment variable naming another runc binary.
+pub const RUNC_ENV: &str = "NODECONFORM_RUNC";
+
 /// Where the programs are: Debian's packages put them on PATH, the CNI plugins in
-/// `/usr/lib/cni`.
+/// `/usr/lib/cni`; [`CONTAINERD_DIR_ENV`] and [`RUNC_ENV`] name others.
 #[derive(Debug, Clone)]
 pub struct Programs {
     /// `containerd`.
     pub containerd: PathBuf,
     /// `ctr`, for importing image archives.
     pub ctr: PathBuf,
+    /// The directory containerd finds its shim in first, when it is not on PATH.
+    pub shim_dir: Option<PathBuf>,
+    /// `runc`, which the shim runs (its `BinaryName`).
+    pub runc: PathBuf,
     /// The CNI plugins' directory.
     pub cni_bin_dir: PathBuf,
 }
@@ -106,9 +116,30 @@ fn on_path(program: &'static str) -> Result<PathBuf, Error> {
 impl Programs {
     /// Finds containerd, ctr, runc and the CNI plugins (bridge, host-local, loopback).
     pub fn find() -> Result<Self, Error> {
-        let containerd = on_path("containerd")?;
-        let ctr = on_path("ctr")?;
-        on_path("runc")?;
+        let given = |var: &'static str, program: &'static str| match std::env::var_os(var) {
+            Some(path) if !path.is_empty() => {
+                let path = PathBuf::from(path);
+                path.exists()
+                    .then_some(path)
+                    .ok_or(Error::Missing { program })
+            }
+            _ => Err(Error::Missing { program }),
+        };
+        let (containerd, ctr, shim_dir) =
+            match given(CONTAINERD_DIR_ENV, "$NODECONFORM_CONTAINERD_DIR") {
+                Ok(dir) => {
+                    let program = |name: &'static str| {
+                        let path = dir.join(name);
+                        path.is_file()
+                            .then_some(path)
+                            .ok_or(Error::Missing { program: name })
+                    };
+                    program("containerd-shim-runc-v2")?;
+                    (program("containerd")?, program("ctr")?, Some(dir))
+                }
+                Err(_) => (on_path("containerd")?, on_path("ctr")?, None),
+            };
+        let runc = given(RUNC_ENV, "$NODECONFORM_RUNC").or_else(|_| on_path("runc"))?;
         let cni_bin_dir = ["/usr/lib/cni", "/opt/cni/bin"]
             .iter()
             .map(PathBuf::from)
@@ -119,6 +150,8 @@ impl Programs {
         Ok(Self {
             containerd,
             ctr,
+            shim_dir,
+            runc,
             cni_bin_dir,
         })
     }
@@ -146,7 +179,7 @@ pub struct Containerd {
 }
 
 /// containerd's configuration for one node.
-fn config(dir: &Path, cni_bin_dir: &Path) -> String {
+fn config(dir: &Path, programs: &Programs) -> String {
     let d = dir.display();
     format!(
         r#"version = 2
@@ -180,6 +213,8 @@ disabled_plugins = [
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        BinaryName = "{runc}"
   [plugins."io.containerd.grpc.v1.cri".registry]
     # hosts.toml per registry: the harness's registry of the image archives (none without).
     config_path = "{d}/certs.d"
@@ -188,7 +223,8 @@ disabled_plugins = [
     conf_dir = "{d}/cni"
     max_conf_num = 1
 "#,
-        cni = cni_bin_dir.display(),
+        cni = programs.cni_bin_dir.display(),
+        runc = programs.runc.display(),
     )
 }
 
@@ -235,7 +271,7 @@ impl Containerd {
             std::fs::create_dir_all(&path).map_err(io(format!("creating {}", path.display())))?;
         }
         let config_path = dir.join("config.toml");
-        std::fs::write(&config_path, config(&dir, &options.programs.cni_bin_dir))
+        std::fs::write(&config_path, config(&dir, options.programs))
             .map_err(io(format!("writing {}", config_path.display())))?;
         // Each registry the archives name is mirrored by the harness's registry.
         for (host, port) in options
@@ -274,6 +310,14 @@ impl Containerd {
             .stdout(log_file)
             .stderr(log_err)
             .kill_on_drop(true);
+        if let Some(shim_dir) = &options.programs.shim_dir {
+            // containerd looks its shim up on PATH.
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let dirs = std::iter::once(shim_dir.clone()).chain(std::env::split_paths(&path));
+            if let Ok(path) = std::env::join_paths(dirs) {
+                command.env("PATH", path);
+            }
+        }
         netns.enter_in_child(&mut command);
         host_paths.apply(&mut command);
         let child = command.spawn().map_err(io(format!(
