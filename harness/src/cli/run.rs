@@ -185,10 +185,24 @@ pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
         progress: true,
         emulate_version: args.emulate_version.clone(),
     };
-    // Ctrl-C from here on stops the run and cleans up (a kind cluster being created is deleted).
+    // Ctrl-C or SIGTERM (a CI job's timeout, a service manager) from here on stops the run
+    // and cleans up: a kind cluster being created is deleted, and the nodes the harness
+    // started (their containerd, shims and containers among them) are stopped.
     let (interrupt_tx, interrupt_rx) = tokio::sync::watch::channel(false);
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
+        let term = async {
+            match terminate.as_mut() {
+                Some(term) => term.recv().await,
+                None => futures::future::pending().await,
+            }
+        };
+        let stopped = tokio::select! {
+            c = tokio::signal::ctrl_c() => c.is_ok(),
+            t = term => t.is_some(),
+        };
+        if stopped {
             eprintln!("\ninterrupted: stopping cases and deleting what they created …");
             let _ = interrupt_tx.send(true);
         }
