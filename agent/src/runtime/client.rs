@@ -47,7 +47,9 @@ pub struct Runtime {
     pub(super) is: ImageServiceClient<Channel>,
     pub(super) metrics: Arc<Metrics>,
     pub(super) timeout: Duration,
-    pub(super) log_root: PathBuf,
+    /// The directory of one directory per pod (`<root>/pods`): volumes, termination
+    /// messages, and the logs unless they go elsewhere.
+    pub(super) pods_dir: PathBuf,
     /// Where the pods' log directories are (the kubelet's `podLogsDir`, `/var/log/pods`;
     /// by default the pods directory itself).
     pub(super) pod_logs_dir: PathBuf,
@@ -92,7 +94,7 @@ impl Runtime {
         endpoint: &str,
         metrics: Arc<Metrics>,
         timeout: Duration,
-        log_root: PathBuf,
+        pods_dir: PathBuf,
     ) -> Result<Self> {
         let path = nodeconform_cri::socket_path(endpoint).map_err(Error::Endpoint)?;
         // The URI is never dialled: the connector opens the unix socket.
@@ -111,9 +113,9 @@ impl Runtime {
             is: ImageServiceClient::new(channel).max_decoding_message_size(64 << 20),
             metrics,
             timeout,
-            seccomp_root: log_root.with_file_name("seccomp"),
-            pod_logs_dir: log_root.clone(),
-            log_root,
+            seccomp_root: pods_dir.with_file_name("seccomp"),
+            pod_logs_dir: pods_dir.clone(),
+            pods_dir,
             dns: Arc::new(Configurer {
                 cluster_domain: DEFAULT_CLUSTER_DOMAIN.to_owned(),
                 ..Configurer::default()
@@ -161,7 +163,7 @@ impl Runtime {
     /// The directory holding one directory per pod (`<namespace>_<name>_<uid>`)
     /// with its volumes and termination-message files.
     pub fn pods_dir(&self) -> &std::path::Path {
-        &self.log_root
+        &self.pods_dir
     }
 
     /// The directory holding one log directory per pod (`<namespace>_<name>_<uid>`);

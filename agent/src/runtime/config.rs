@@ -234,7 +234,7 @@ impl Runtime {
     /// The pod's directory (`<namespace>_<name>_<uid>`): termination-message files
     /// and volumes (and the container logs, unless they have a directory of their own).
     pub fn pod_dir(&self, pod: &Pod) -> PathBuf {
-        self.log_root.join(pod_dir_name(pod))
+        self.pods_dir.join(pod_dir_name(pod))
     }
 
     /// The pod's log directory, the sandbox's `log_directory`.
