@@ -52,6 +52,14 @@ pub enum Error {
         /// The program.
         program: &'static str,
     },
+    /// A program an environment variable names is not there.
+    #[error("{var} names {}, which does not exist", path.display())]
+    Given {
+        /// The variable.
+        var: &'static str,
+        /// The missing file or directory.
+        path: PathBuf,
+    },
     /// A file or directory of the node could not be made.
     #[error("{what}")]
     Io {
@@ -116,30 +124,41 @@ fn on_path(program: &'static str) -> Result<PathBuf, Error> {
 impl Programs {
     /// Finds containerd, ctr, runc and the CNI plugins (bridge, host-local, loopback).
     pub fn find() -> Result<Self, Error> {
-        let given = |var: &'static str, program: &'static str| match std::env::var_os(var) {
+        // A path an environment variable names must be there: no silent fall-back to
+        // the programs on PATH.
+        let given = |var: &'static str| match std::env::var_os(var) {
             Some(path) if !path.is_empty() => {
                 let path = PathBuf::from(path);
-                path.exists()
-                    .then_some(path)
-                    .ok_or(Error::Missing { program })
-            }
-            _ => Err(Error::Missing { program }),
-        };
-        let (containerd, ctr, shim_dir) =
-            match given(CONTAINERD_DIR_ENV, "$NODECONFORM_CONTAINERD_DIR") {
-                Ok(dir) => {
-                    let program = |name: &'static str| {
-                        let path = dir.join(name);
-                        path.is_file()
-                            .then_some(path)
-                            .ok_or(Error::Missing { program: name })
-                    };
-                    program("containerd-shim-runc-v2")?;
-                    (program("containerd")?, program("ctr")?, Some(dir))
+                if path.exists() {
+                    Ok(Some(path))
+                } else {
+                    Err(Error::Given { var, path })
                 }
-                Err(_) => (on_path("containerd")?, on_path("ctr")?, None),
-            };
-        let runc = given(RUNC_ENV, "$NODECONFORM_RUNC").or_else(|_| on_path("runc"))?;
+            }
+            _ => Ok(None),
+        };
+        let (containerd, ctr, shim_dir) = match given(CONTAINERD_DIR_ENV)? {
+            Some(dir) => {
+                let program = |name: &'static str| {
+                    let path = dir.join(name);
+                    if path.is_file() {
+                        Ok(path)
+                    } else {
+                        Err(Error::Given {
+                            var: CONTAINERD_DIR_ENV,
+                            path,
+                        })
+                    }
+                };
+                program("containerd-shim-runc-v2")?;
+                (program("containerd")?, program("ctr")?, Some(dir))
+            }
+            None => (on_path("containerd")?, on_path("ctr")?, None),
+        };
+        let runc = match given(RUNC_ENV)? {
+            Some(runc) => runc,
+            None => on_path("runc")?,
+        };
         let cni_bin_dir = ["/usr/lib/cni", "/opt/cni/bin"]
             .iter()
             .map(PathBuf::from)
