@@ -35,10 +35,25 @@ fn main() -> ExitCode {
 /// An HTTP/1.1 exchange with the registry: the status, the headers (lower-case names) and
 /// the body.
 async fn request(port: u16, method: &str, path: &str) -> Result<Response, String> {
+    request_as(port, method, path, None).await
+}
+
+/// [`request`] with an `Authorization` header.
+async fn request_as(
+    port: u16,
+    method: &str,
+    path: &str,
+    authorization: Option<&str>,
+) -> Result<Response, String> {
     let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
         .map_err(|e| e.to_string())?;
-    let head = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    let authorization = authorization
+        .map(|a| format!("Authorization: {a}\r\n"))
+        .unwrap_or_default();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{authorization}Connection: close\r\n\r\n"
+    );
     stream
         .write_all(head.as_bytes())
         .await
@@ -157,6 +172,38 @@ fn registry_answers() -> Result<(), String> {
                     sha256(&got.body)
                 ));
             }
+        }
+        // The private image: a 401 with a Basic challenge without its login or with another,
+        // its manifest and blobs with it.
+        let private = "/v2/authenticated-image-pulling/alpine/manifests/3.7?ns=gcr.io";
+        let login = images::private::basic_authorization(images::private::LOGIN);
+        let wrong = images::private::basic_authorization("nodeconform:wrong");
+        for authorization in [None, Some(wrong.as_str())] {
+            let got = request_as(port, "GET", private, authorization).await?;
+            if got.status != 401
+                || got.error_code() != "UNAUTHORIZED"
+                || !got.header("www-authenticate").starts_with("Basic ")
+            {
+                return Err(format!(
+                    "GET the private manifest with {authorization:?}: {} {:?}",
+                    got.status, got.headers
+                ));
+            }
+        }
+        let got = request_as(port, "GET", private, Some(&login)).await?;
+        let config: serde_json::Value =
+            serde_json::from_slice(&got.body).map_err(|e| e.to_string())?;
+        let config = config["config"]["digest"].as_str().unwrap_or_default();
+        let blob = format!("/v2/authenticated-image-pulling/alpine/blobs/{config}");
+        let (without, with) = (
+            request(port, "GET", &blob).await?,
+            request_as(port, "GET", &blob, Some(&login)).await?,
+        );
+        if got.status != 200 || without.status != 401 || with.status != 200 {
+            return Err(format!(
+                "the private image with its login: manifest {}, config blob {} ({} without it)",
+                got.status, with.status, without.status
+            ));
         }
         for (method, path, status, code) in [
             (

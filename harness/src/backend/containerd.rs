@@ -410,7 +410,8 @@ impl Containerd {
         }
     }
 
-    /// Imports every `*.tar` of `images` into the CRI's namespace (`k8s.io`).
+    /// Imports every `*.tar` of `images` but the private ones into the CRI's namespace
+    /// (`k8s.io`).
     async fn import(&self, programs: &Programs, images: &Path) -> Result<(), Error> {
         let entries = std::fs::read_dir(images).map_err(|source| Error::Io {
             what: format!("reading the image directory {}", images.display()),
@@ -421,6 +422,8 @@ impl Containerd {
             .filter(|p| p.extension().is_some_and(|x| x == "tar"))
             .collect();
         archives.sort();
+        // A private image is on no node until a pull with its login brings it.
+        archives.retain(|archive| !crate::images::private::is_private(archive).unwrap_or(false));
         for archive in archives {
             let output = tokio::process::Command::new(&programs.ctr)
                 .arg("--address")

@@ -139,7 +139,7 @@ impl Runtime {
             .collect();
         (!missing.is_empty()).then(|| {
             format!(
-                "needs {} {}, not among the image archives{} (`nodeconform images` builds busybox, pause, nonroot and agnhost from --agnhost)",
+                "needs {} {}, not among the image archives{} (`nodeconform images` builds busybox, pause and nonroot, nginx from Debian's nginx, agnhost from --agnhost)",
                 if missing.len() == 1 { "image" } else { "images" },
                 missing.join(", "),
                 containerd

@@ -120,6 +120,10 @@ pub enum Requirement {
     /// — a volume's filesystem and size (`df`), cgroup files. fake-cri simulates the
     /// containers and the programs in them, so a node on it cannot run the case.
     RealContainers,
+    /// The node's runtime pulls from the images the harness serves — fake-cri's catalogue,
+    /// or the run's registry on `--runtime containerd` — so a private image demands the
+    /// harness's login, not a real registry's key.
+    HarnessImages,
 }
 
 impl Requirement {
@@ -132,6 +136,7 @@ impl Requirement {
             Requirement::HostWithoutApparmor => "host-without-apparmor",
             Requirement::UpstreamBusybox => "upstream-busybox",
             Requirement::RealContainers => "real-containers",
+            Requirement::HarnessImages => "harness-images",
         }
     }
 }

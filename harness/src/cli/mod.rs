@@ -65,6 +65,11 @@ pub struct ImagesArgs {
     /// upstream's image has them (only with --agnhost).
     #[arg(long, value_name = "PATH", value_delimiter = ',', default_values_t = crate::images::AGNHOST_PROGRAMS.map(String::from))]
     pub agnhost_programs: Vec<String>,
+    /// Debian's nginx binary, for the nginx image (its MIME types from
+    /// `/etc/nginx/mime.types`); by default `/usr/sbin/nginx` when Debian's `nginx` is
+    /// installed, else there is no nginx image.
+    #[arg(long, value_name = "PATH")]
+    pub nginx: Option<PathBuf>,
 }
 
 /// The matrix's format.
@@ -423,6 +428,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
                 busybox: args.busybox,
                 agnhost: args.agnhost,
                 agnhost_programs: args.agnhost_programs.iter().map(PathBuf::from).collect(),
+                nginx: match args.nginx {
+                    Some(binary) => Some(crate::images::nginx::Files::with_binary(binary)),
+                    None => crate::images::nginx::Files::debian(),
+                },
             };
             let mut out = std::io::stdout().lock();
             for built in crate::images::build(&args.out, &sources)? {

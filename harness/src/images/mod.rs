@@ -11,6 +11,8 @@
 //! | `pause:3.9`, `3.10.1`, `3.10.2` | `busybox-static` | `/pause` is a busybox `sh` script (exits 0 on SIGTERM/SIGINT, as the real one), user 65535 |
 //! | `e2e-test-images/nonroot:1.4` | `busybox-static` | busybox with `USER 1234` |
 //! | cri-tools' `test-image-user-username` | `busybox-static` | busybox with `USER www-data` |
+//! | `e2e-test-images/nginx:1.14-4` | `nginx` (1.22) with its libraries, over `busybox-static` | nginx 1.22 with Debian's paths ([`nginx`]); not built without Debian's `nginx` |
+//! | `gcr.io/authenticated-image-pulling/alpine:3.7` | `busybox-static` | busybox, and private to the run's registry by a login of its own ([`private`]) |
 //! | `e2e-test-images/agnhost` (2.45, 2.53, 2.63.0) | an agnhost binary given with `--agnhost` (built outside nodeconform) | busybox instead of Debian's userland beside it; not built without `--agnhost` |
 //!
 //! agnhost is not rebuilt here: it is Kubernetes' own Go program, dozens of
@@ -20,7 +22,9 @@
 //! it the cases that run agnhost are ignored on such a runtime, with that reason.
 
 mod dynamic;
+pub mod nginx;
 pub mod oci;
+pub mod private;
 pub mod registry;
 
 use std::path::{Path, PathBuf};
@@ -88,6 +92,8 @@ pub struct Sources {
     /// it with their libraries: `curl` (the lifecycle hook tests call it) and `bash`
     /// (probe tests run `/bin/bash -c` scripts with functions).
     pub agnhost_programs: Vec<PathBuf>,
+    /// Debian's nginx, for the nginx image; `None`: no nginx image.
+    pub nginx: Option<nginx::Files>,
 }
 
 impl Default for Sources {
@@ -96,6 +102,7 @@ impl Default for Sources {
             busybox: PathBuf::from("/bin/busybox"),
             agnhost: None,
             agnhost_programs: AGNHOST_PROGRAMS.iter().map(PathBuf::from).collect(),
+            nginx: nginx::Files::debian(),
         }
     }
 }
@@ -116,7 +123,7 @@ const PATH_ENV: &str = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/
 
 /// busybox image's `/etc/passwd` and `/etc/group`, the users and groups
 /// (`www-data`, `nobody`) cases run as by name.
-const PASSWD: &str = "root:x:0:0:root:/root:/bin/sh\n\
+pub(crate) const PASSWD: &str = "root:x:0:0:root:/root:/bin/sh\n\
 daemon:x:1:1:daemon:/usr/sbin:/bin/false\n\
 bin:x:2:2:bin:/bin:/bin/false\n\
 sys:x:3:3:sys:/dev:/bin/false\n\
@@ -125,7 +132,7 @@ mail:x:8:8:mail:/var/spool/mail:/bin/false\n\
 www-data:x:33:33:www-data:/var/www:/bin/false\n\
 operator:x:37:37:Operator:/var:/bin/false\n\
 nobody:x:65534:65534:nobody:/home:/bin/false\n";
-const GROUP: &str = "root:x:0:\ndaemon:x:1:\nbin:x:2:\nsys:x:3:\nadm:x:4:\ntty:x:5:\n\
+pub(crate) const GROUP: &str = "root:x:0:\ndaemon:x:1:\nbin:x:2:\nsys:x:3:\nadm:x:4:\ntty:x:5:\n\
 disk:x:6:\nlp:x:7:\nmail:x:8:\nkmem:x:9:\nwheel:x:10:root\ncdrom:x:11:\ndialout:x:18:\n\
 floppy:x:19:\nvideo:x:28:\naudio:x:29:\ntape:x:32:\nwww-data:x:33:\noperator:x:37:\n\
 utmp:x:43:\nplugdev:x:46:\nstaff:x:50:\nlock:x:54:\nnetdev:x:82:\nusers:x:100:\nnogroup:x:65534:\n";
@@ -286,6 +293,16 @@ pub fn build(out: &Path, sources: &Sources) -> Result<Vec<Built>, Error> {
             ),
         ),
     ];
+    images.push(("alpine-3.7-private", {
+        let mut image = busybox_image(&private::TAGS, "", "alpine:3.7 (private)");
+        if let Ok(image) = &mut image {
+            image
+                .config
+                .labels
+                .push((private::LOGIN_LABEL.to_owned(), private::LOGIN.to_owned()));
+        }
+        image
+    }));
     let pause = || -> std::io::Result<Image> {
         let mut program = Layer::new();
         program.file("pause", 0o755, PAUSE.as_bytes())?;
@@ -305,6 +322,25 @@ pub fn build(out: &Path, sources: &Sources) -> Result<Vec<Built>, Error> {
         })
     };
     images.push(("pause", pause()));
+    if let Some(files) = &sources.nginx {
+        let layer = nginx::layer(files)?;
+        let image = (|| -> std::io::Result<Image> {
+            Ok(Image {
+                layers: vec![busybox_layer(&busybox, &applets)?, layer()?],
+                config: Config {
+                    cmd: nginx::command(),
+                    env: vec![PATH_ENV.to_owned()],
+                    labels: vec![(
+                        "org.nodeconform.source".to_owned(),
+                        format!("Debian nginx ({})", files.binary.display()),
+                    )],
+                    ..Config::default()
+                },
+                tags: nginx::TAGS.map(String::from).to_vec(),
+            })
+        })();
+        images.push(("nginx-1.14-4", image));
+    }
     if let Some(agnhost) = &sources.agnhost {
         let binary = read_static(agnhost)?;
         let mut programs = Vec::new();
@@ -416,7 +452,7 @@ impl Archives {
 }
 
 /// The JSON files of an archive (its index, manifests and configs; not its layers), by name.
-fn json_files(
+pub(crate) fn json_files(
     path: &Path,
 ) -> std::io::Result<std::collections::HashMap<String, serde_json::Value>> {
     let mut files = std::collections::HashMap::new();

@@ -10,6 +10,10 @@
 //! archives is `MANIFEST_UNKNOWN` (404), as a real registry answers for a tag it lacks;
 //! containerd then falls back to the registry itself, which the namespace has no route to.
 //!
+//! A repository whose image config carries a login ([`super::private`]) is served only to a
+//! request with that login (`Authorization: Basic …`); any other gets `401 UNAUTHORIZED` with
+//! a `Basic` challenge, on which containerd retries with the credentials of the pull.
+//!
 //! The archives' OCI layouts are served (`index.json` with `io.containerd.image.name`, as
 //! [`super::oci`] writes them); an archive with only docker's `manifest.json` is imported
 //! into containerd but not served.
@@ -57,6 +61,8 @@ pub struct Content {
     manifests: HashMap<String, String>,
     /// The tags, to manifest digests.
     tags: HashMap<Tag, String>,
+    /// The `Authorization` a private repository (host, repository) demands.
+    logins: HashMap<(String, String), String>,
 }
 
 impl Content {
@@ -103,10 +109,40 @@ impl Content {
                 .as_str()
                 .and_then(Tag::parse)
             {
+                if let Some(login) = self.login_of(digest) {
+                    self.logins.insert(
+                        (tag.host.clone(), tag.repository.clone()),
+                        super::private::basic_authorization(&login),
+                    );
+                }
                 self.tags.insert(tag, digest.to_owned());
             }
         }
         Ok(())
+    }
+
+    /// The login the config of the manifest `digest` demands, if any.
+    fn login_of(&self, digest: &str) -> Option<String> {
+        let json = |digest: &str| {
+            serde_json::from_slice::<serde_json::Value>(self.blobs.get(digest)?).ok()
+        };
+        let manifest = json(digest)?;
+        let config = json(manifest["config"]["digest"].as_str()?)?;
+        super::private::login(&config).map(str::to_owned)
+    }
+
+    /// Whether a request for `repository` (at `host`, any when not said) may be answered:
+    /// the repository is public, or `authorization` is the login it demands.
+    fn authorized(
+        &self,
+        host: Option<&str>,
+        repository: &str,
+        authorization: Option<&str>,
+    ) -> bool {
+        self.logins
+            .iter()
+            .filter(|((h, r), _)| r == repository && host.is_none_or(|host| host == h))
+            .all(|(_, login)| authorization == Some(login.as_str()))
     }
 
     /// The registries the archives' references name (`docker.io`, `registry.k8s.io`).
@@ -258,6 +294,28 @@ fn route<B>(content: &Content, req: &Request<B>) -> Response<Full<Bytes>> {
     };
     if path.is_empty() {
         return found(method, &Bytes::from_static(b"{}"), "application/json", "");
+    }
+    let repository = path
+        .rsplit_once("/manifests/")
+        .or_else(|| path.rsplit_once("/blobs/"))
+        .map(|(repository, _)| repository);
+    let authorization = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    if let Some(repository) = repository
+        && !content.authorized(host, repository, authorization)
+    {
+        let mut response = error(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHORIZED",
+            "authentication required",
+        );
+        response.headers_mut().insert(
+            hyper::header::WWW_AUTHENTICATE,
+            hyper::header::HeaderValue::from_static("Basic realm=\"nodeconform\""),
+        );
+        return response;
     }
     if let Some((repository, reference)) = path.rsplit_once("/manifests/") {
         return match content.manifest(host, repository, reference) {

@@ -58,6 +58,9 @@ pub fn ignore_reason(case: &LoadedCase, agent: &AgentSpec) -> Option<String> {
             Requirement::RuntimeControl | Requirement::DedicatedNode if !has_control => {
                 "an existing node (--node, --all-nodes) has no runtime control and is shared"
             }
+            Requirement::HarnessImages if !has_control => {
+                "an existing node (--node, --all-nodes) pulls from the real registries, not the harness's images"
+            }
             Requirement::StaticPods if !agent.has_static_pods() => {
                 "the harness cannot place manifests on this node (an existing node, or an agent command without {manifests})"
             }
