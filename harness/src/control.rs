@@ -143,7 +143,8 @@ impl Client {
         self.request(method, path, body).await
     }
 
-    /// `GET /v1/state`: every sandbox and container the runtime has.
+    /// `GET /v1/state`: every sandbox and container the runtime has, with what fake-cri
+    /// knows of them (the CRI shows the same through its list calls).
     pub async fn state(&self) -> Result<Snapshot, Error> {
         const PATH: &str = "/v1/state";
         let state = self.request("GET", PATH, None).await?;
@@ -215,68 +216,8 @@ fn json(body: impl Serialize) -> Value {
     serde_json::to_value(body).expect("a control API body serializes")
 }
 
-/// `None` when the runtime's `state` satisfies `exp` for pod `namespace/pod`.
-pub fn runtime_mismatch(
-    exp: &crate::case::RuntimeExpectation,
-    state: &Snapshot,
-    namespace: &str,
-    pod: &str,
-) -> Option<String> {
-    if let Some(want) = exp.running_containers {
-        let running: Vec<&str> = state
-            .containers
-            .iter()
-            .filter(|c| {
-                c.pod_namespace == namespace && c.pod_name == pod && c.state == "CONTAINER_RUNNING"
-            })
-            .map(|c| c.name.as_str())
-            .collect();
-        if running.len() != want {
-            return Some(format!(
-                "{} running container(s) of the pod in the runtime ({}), expected {want}",
-                running.len(),
-                running.join(", ")
-            ));
-        }
-    }
-    if let Some(want) = exp.ready_sandboxes {
-        let ready = state
-            .sandboxes
-            .iter()
-            .filter(|s| s.namespace == namespace && s.name == pod && s.state == "SANDBOX_READY")
-            .count();
-        if ready != want {
-            return Some(format!(
-                "{ready} ready sandbox(es) of the pod in the runtime, expected {want}"
-            ));
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn runtime_state_counts_the_pods_containers() {
-        let state: Snapshot = serde_json::from_value(json!({"runtimeReady": true, "networkReady": true,
-        "sandboxes": [{"id": "s", "name": "p", "namespace": "ns", "uid": "u", "state": "SANDBOX_READY"}],
-        "containers": [
-            {"id": "1", "sandboxId": "s", "name": "c", "podName": "p", "podNamespace": "ns", "podUid": "u", "state": "CONTAINER_RUNNING", "exitCode": 0},
-            {"id": "2", "sandboxId": "x", "name": "c", "podName": "p", "podNamespace": "other", "podUid": "v", "state": "CONTAINER_RUNNING", "exitCode": 0}
-        ]}))
-        .unwrap();
-        let exp: crate::case::RuntimeExpectation =
-            serde_yaml::from_str("runningContainers: 0").unwrap();
-        let m = runtime_mismatch(&exp, &state, "ns", "p").unwrap();
-        assert!(
-            m.starts_with("1 running container(s) of the pod in the runtime (c)"),
-            "{m}"
-        );
-        let exp: crate::case::RuntimeExpectation =
-            serde_yaml::from_str("runningContainers: 1\nreadySandboxes: 1").unwrap();
-        assert_eq!(runtime_mismatch(&exp, &state, "ns", "p"), None);
-    }
-
     use super::*;
     use crate::case::model::{KillFault, RuntimeFault};
     use serde_json::json;

@@ -38,3 +38,15 @@ pub mod profile;
 pub mod report;
 pub mod runner;
 pub mod up;
+
+/// An error and its sources in one line (`binding 127.0.0.1:80: Permission denied`).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}

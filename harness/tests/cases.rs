@@ -62,23 +62,13 @@ fn containerd(images: &std::path::Path) -> Result<Runtime, String> {
         ..Default::default()
     };
     nodeconform_harness::images::build(images, &sources)
-        .map_err(|e| format!("the test images: {}", error_chain(&e)))?;
+        .map_err(|e| format!("the test images: {}", nodeconform_harness::error_chain(&e)))?;
     let agent = vec![
         env!("CARGO_BIN_EXE_nodeconform").to_owned(),
         "agent".to_owned(),
     ];
-    Runtime::containerd(Some(images.to_owned()), agent).map_err(|e| error_chain(&e))
-}
-
-/// An error and its causes, on one line.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
+    Runtime::containerd(Some(images.to_owned()), agent)
+        .map_err(|e| nodeconform_harness::error_chain(&e))
 }
 
 fn main() -> ExitCode {

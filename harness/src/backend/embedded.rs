@@ -57,10 +57,9 @@ pub async fn start(options: &Options) -> Result<Cluster> {
     if let Some(node) = &options.scheduler_node {
         builder = builder.bind_unscheduled_pods_to(node.clone());
     }
-    let api = builder
-        .start()
-        .await
-        .map_err(|e| Error::Embedded { message: chain(&e) })?;
+    let api = builder.start().await.map_err(|e| Error::Embedded {
+        message: crate::error_chain(&e),
+    })?;
     let (path, dir) = match &options.kubeconfig {
         Some(path) => (path.clone(), None),
         None => {
@@ -74,8 +73,9 @@ pub async fn start(options: &Options) -> Result<Cluster> {
             (dir.path().join("kubeconfig"), Some(dir))
         }
     };
-    api.write_kubeconfig(&path)
-        .map_err(|e| Error::Embedded { message: chain(&e) })?;
+    api.write_kubeconfig(&path).map_err(|e| Error::Embedded {
+        message: crate::error_chain(&e),
+    })?;
     Ok(Cluster {
         client: api.client(),
         kubeconfig: path,
@@ -84,16 +84,4 @@ pub async fn start(options: &Options) -> Result<Cluster> {
         teardown: Teardown::Embedded(Box::new(Embedded { api })),
         _dir: dir,
     })
-}
-
-/// An error and its sources in one line (`binding 127.0.0.1:80: Permission denied`).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }

@@ -102,8 +102,10 @@ struct Program {
 pub struct NodeHandle {
     /// The node name.
     pub name: String,
-    /// The fake-cri control API of the node, when the harness runs the runtime.
+    /// The fake-cri control API of the node, when the harness runs fake-cri.
     pub control: Option<control::Client>,
+    /// The node's CRI endpoint, when the harness runs the runtime (fake-cri or containerd).
+    pub cri_endpoint: Option<String>,
     /// The node's static pod directory, when its agent reads one the harness knows.
     pub manifests: Option<PathBuf>,
     logs: Option<LogBuffer>,
@@ -116,6 +118,7 @@ impl NodeHandle {
         NodeHandle {
             name: name.to_string(),
             control: None,
+            cri_endpoint: None,
             manifests: None,
             logs: None,
             spawned: None,
@@ -242,6 +245,7 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
     Ok(NodeHandle {
         name: name.to_string(),
         control: Some(control::Client::new(control_socket)),
+        cri_endpoint: Some(endpoint),
         manifests: match config.launch {
             Launch::Command(template) if !template.contains("{manifests}") => None,
             _ => Some(manifests),
@@ -413,6 +417,7 @@ async fn start_on_containerd(
     Ok(NodeHandle {
         name: name.to_string(),
         control: None,
+        cri_endpoint: Some(endpoint),
         manifests: match config.launch {
             Launch::Command(template) if !template.contains("{manifests}") => None,
             _ => Some(dir.join("manifests")),

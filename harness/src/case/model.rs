@@ -100,9 +100,12 @@ fn default_timeout() -> CaseDuration {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Requirement {
-    /// The harness controls the node's container runtime (fake-cri): needed by every `fault`
-    /// step, and by a case that relies on what the harness tells fake-cri (its image catalogue).
+    /// The harness controls the node's container runtime (fake-cri's control API): needed by
+    /// every `fault` step.
     RuntimeControl,
+    /// The harness reads the node's runtime through its CRI socket (every node it starts, on
+    /// fake-cri or containerd): needed by every `expectRuntime` step.
+    RuntimeState,
     /// The case gets a node of its own, so node-wide changes (runtime down) affect no other case.
     DedicatedNode,
     /// The harness places static pod manifests on the node (`static: true` cases).
@@ -131,6 +134,7 @@ impl Requirement {
     pub fn as_str(self) -> &'static str {
         match self {
             Requirement::RuntimeControl => "runtime-control",
+            Requirement::RuntimeState => "runtime-state",
             Requirement::DedicatedNode => "dedicated-node",
             Requirement::StaticPods => "static-pods",
             Requirement::HostWithoutApparmor => "host-without-apparmor",

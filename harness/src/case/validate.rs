@@ -176,10 +176,10 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
             }
             Step::Wait(_) | Step::ExpectNode(_) => {}
             Step::ExpectRuntime(_) => {
-                if !case.requires.contains(&Requirement::RuntimeControl) {
+                if !case.requires.contains(&Requirement::RuntimeState) {
                     out.push(problem(
                         here(),
-                        "an `expectRuntime` step needs `requires: [runtime-control]`",
+                        "an `expectRuntime` step needs `requires: [runtime-state]`",
                     ));
                 }
             }

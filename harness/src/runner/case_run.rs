@@ -498,8 +498,8 @@ impl Ctx<'_> {
     }
 
     async fn expect_runtime(&mut self, exp: &RuntimeExpectation) -> Result<(), String> {
-        let Some(control) = &self.node.control else {
-            return Err("this setup has no runtime control".into());
+        let Some(endpoint) = &self.node.cri_endpoint else {
+            return Err("the harness does not reach this node's runtime".into());
         };
         let within = exp
             .within
@@ -507,15 +507,11 @@ impl Ctx<'_> {
             .unwrap_or(Duration::from_secs(30));
         let until = (Instant::now() + within).min(self.deadline);
         loop {
-            let state = control.state().await.map_err(|e| e.to_string())?;
-            let problem = match crate::control::runtime_mismatch(
-                exp,
-                &state,
-                &self.namespace,
-                &self.pod_name,
-            ) {
-                None => return Ok(()),
-                Some(p) => p,
+            let pod = super::runtime_state::read(endpoint, &self.namespace, &self.pod_name)
+                .await
+                .map_err(|e| crate::error_chain(&e))?;
+            let Some(problem) = super::runtime_state::mismatch(exp, &pod) else {
+                return Ok(());
             };
             if Instant::now() >= until {
                 return Err(format!(

@@ -6,6 +6,7 @@ mod objects;
 mod observe;
 mod pods;
 pub mod recorder;
+mod runtime_state;
 mod streams;
 
 use std::sync::Arc;
@@ -57,6 +58,9 @@ pub fn ignore_reason(case: &LoadedCase, agent: &AgentSpec) -> Option<String> {
         let why = match req {
             Requirement::RuntimeControl | Requirement::DedicatedNode if !has_control => {
                 "an existing node (--node, --all-nodes) has no runtime control and is shared"
+            }
+            Requirement::RuntimeState if !has_control => {
+                "the harness does not reach an existing node's (--node, --all-nodes) runtime"
             }
             Requirement::HarnessImages if !has_control => {
                 "an existing node (--node, --all-nodes) pulls from the real registries, not the harness's images"
