@@ -29,6 +29,9 @@ use crate::{
 /// Errors starting the agent.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The QoS cgroups under the cgroup root could not be made.
+    #[error("the pods' cgroups")]
+    Cgroups(#[source] crate::cgroup_manager::Error),
     /// The CRI endpoint is not usable.
     #[error("CRI endpoint {endpoint}")]
     Runtime {
@@ -265,7 +268,12 @@ impl AgentBuilder {
         })?
         .with_dns(self.dns.clone());
         let runtime = match &self.cgroup_root {
-            Some(root) => runtime.with_cgroup_root(root.clone()),
+            Some(root) => {
+                let cgroups = crate::cgroup_manager::CgroupManager::new(root)
+                    .and_then(|cgroups| cgroups.ensure_qos().map(|()| cgroups))
+                    .map_err(Error::Cgroups)?;
+                runtime.with_cgroups(cgroups)
+            }
             None => runtime,
         };
         let runtime = match &self.pod_logs_dir {

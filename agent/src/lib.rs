@@ -17,9 +17,10 @@
 //! - a worker runs [`sync_pod`]: it computes the API status ([`pod_status`]),
 //!   hands it to the [`status_manager`] (the only writer of pod statuses, which
 //!   also finalizes deletions), sets up the pod's volumes ([`volume_manager`]) and
-//!   converges the [`runtime`] (sandbox, init containers, app containers, [`backoff`]);
+//!   converges the [`runtime`] (sandbox, init containers, app containers, [`backoff`]),
+//!   each pod in a cgroup of the QoS hierarchy sized by its resources ([`cgroup_manager`]);
 //! - [`housekeeping`] removes what the runtime still runs for pods the API no
-//!   longer has, and the directories of pods gone from everywhere;
+//!   longer has, and the directories and cgroups of pods gone from everywhere;
 //!   [`node_status`] (runtime and PLEG health) and [`node_lease`] keep the
 //!   Node and its Lease fresh; [`server`] serves `/healthz` and [`metrics`] on 127.0.0.1;
 //!   [`prober`] runs startup, liveness and readiness probes; [`pod_hostname`]
@@ -57,6 +58,7 @@ mod agent;
 pub mod allocation;
 pub mod apparmor;
 pub mod backoff;
+pub mod cgroup_manager;
 pub mod cli;
 pub mod container_log;
 pub mod dns;

@@ -12,6 +12,7 @@ use nodeconform_cri::{ImageServiceClient, RuntimeServiceClient};
 use tonic::transport::{Channel, Endpoint};
 
 use super::{Error, Result};
+use crate::cgroup_manager::CgroupManager;
 use crate::dns::Configurer;
 use crate::metrics::Metrics;
 
@@ -58,9 +59,9 @@ pub struct Runtime {
     pub(super) seccomp_root: PathBuf,
     /// The node's DNS settings (pods' FQDNs and `/etc/resolv.conf`).
     pub(super) dns: Arc<Configurer>,
-    /// The cgroup hierarchy's root the pods' cgroups go under (`cgroupsPerQOS` with the
-    /// cgroupfs driver); `None`: the sandbox names no parent and the runtime picks one.
-    pub(super) cgroup_root: Option<Arc<str>>,
+    /// The pods' cgroups (`cgroupsPerQOS` with the cgroupfs driver); `None`: the sandbox
+    /// names no parent and the runtime picks one.
+    pub(super) cgroups: Option<CgroupManager>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -120,17 +121,21 @@ impl Runtime {
                 cluster_domain: DEFAULT_CLUSTER_DOMAIN.to_owned(),
                 ..Configurer::default()
             }),
-            cgroup_root: None,
+            cgroups: None,
         })
     }
 
-    /// Puts every pod's cgroup under `root`, as the kubelet's `cgroupRoot` with
+    /// Puts every pod in a cgroup of `cgroups`, as the kubelet's `cgroupRoot` with
     /// `cgroupsPerQOS` does: `<root>/kubepods/[burstable|besteffort/]pod<uid>`.
     #[must_use]
-    pub fn with_cgroup_root(mut self, root: impl Into<String>) -> Self {
-        let root = root.into();
-        self.cgroup_root = Some(root.trim_end_matches('/').into());
+    pub fn with_cgroups(mut self, cgroups: CgroupManager) -> Self {
+        self.cgroups = Some(cgroups);
         self
+    }
+
+    /// The pods' cgroups, when the agent keeps them.
+    pub fn cgroups(&self) -> Option<&CgroupManager> {
+        self.cgroups.as_ref()
     }
 
     /// Puts the pods' container logs in `dir` (the kubelet's `podLogsDir`):

@@ -86,21 +86,17 @@ impl Runtime {
         })
     }
 
-    /// The pod's cgroup, as the kubelet's cgroupfs driver names it under the QoS
-    /// hierarchy: `<root>/kubepods/pod<uid>` (Guaranteed),
-    /// `<root>/kubepods/burstable/pod<uid>`, `<root>/kubepods/besteffort/pod<uid>`;
-    /// empty without a cgroup root.
+    /// The pod's cgroup ([`CgroupManager::pod_cgroup`]); empty when the agent keeps
+    /// none.
+    ///
+    /// [`CgroupManager::pod_cgroup`]: crate::cgroup_manager::CgroupManager::pod_cgroup
     pub fn pod_cgroup(&self, pod: &Pod) -> String {
-        let Some(root) = &self.cgroup_root else {
-            return String::new();
-        };
-        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let qos = match crate::pod_status::qos_class(pod).as_str() {
-            "Guaranteed" => "",
-            "Burstable" => "burstable/",
-            _ => "besteffort/",
-        };
-        format!("{root}/kubepods/{qos}pod{uid}")
+        self.cgroups.as_ref().map_or_else(String::new, |cgroups| {
+            cgroups.pod_cgroup(
+                pod.metadata.uid.as_deref().unwrap_or_default(),
+                &crate::pod_status::qos_class(pod),
+            )
+        })
     }
 
     /// The container config the kubelet would send for `container` of `pod`,

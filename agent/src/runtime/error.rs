@@ -33,6 +33,9 @@ pub enum Error {
     /// The pod's host name cannot be made (`generatePodSandboxConfig`).
     #[error(transparent)]
     Hostname(#[from] crate::pod_hostname::Error),
+    /// The pod's cgroup could not be made or sized (`EnsureExists`, `SetPodCgroupConfig`).
+    #[error("failed to ensure that the pod's cgroups exist and are correctly applied")]
+    Cgroup(#[from] crate::cgroup_manager::Error),
     /// The host file for a container's termination message could not be created.
     #[error("creating termination message file {path}")]
     TerminationFile {
@@ -52,6 +55,7 @@ impl Error {
             Error::Timeout { .. }
             | Error::Endpoint(_)
             | Error::Hostname(_)
+            | Error::Cgroup(_)
             | Error::TerminationFile { .. } => None,
         }
     }
@@ -71,6 +75,7 @@ impl Error {
                 source.code(),
                 source.message()
             ),
+            Error::Cgroup(source) => format!("{other}: {source}", other = self),
             other => other.to_string(),
         }
     }

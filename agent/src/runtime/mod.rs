@@ -33,7 +33,8 @@ pub use error::{Error, Result};
 pub use labels::*;
 pub use logs::{ContainerLog, remove_dangling_links};
 pub use resources::{
-    PodConfig, effective, effective_limit, linux_resources, quota_to_milli, shares_to_milli,
+    PodConfig, effective, effective_limit, linux_resources, milli_cpu_to_shares, quota_to_milli,
+    shares_to_milli,
 };
 pub use security::ImageUser;
 pub use status::{

@@ -25,7 +25,7 @@ const QUOTA_PERIOD: i64 = 100_000;
 const MIN_QUOTA: i64 = 1000;
 
 /// `MilliCPUToShares`.
-fn shares(milli_cpu: i64) -> i64 {
+pub fn milli_cpu_to_shares(milli_cpu: i64) -> i64 {
     if milli_cpu == 0 {
         return MIN_SHARES;
     }
@@ -123,7 +123,7 @@ impl PodConfig {
     pub fn from_totals(requests: &List, limits: &pod_resources::Limits, qos: &str) -> Self {
         let amount =
             |list: &List, name: &str| list.get(name).map_or(0, |q| resource::amount_of(name, q));
-        let cpu_shares = shares(amount(requests, "cpu"));
+        let cpu_shares = milli_cpu_to_shares(amount(requests, "cpu"));
         let cpu_quota = quota(amount(&limits.list, "cpu"));
         let memory = amount(&limits.list, "memory");
         match qos {
@@ -142,6 +142,18 @@ impl PodConfig {
                 cpu_quota: None,
                 memory: None,
             },
+        }
+    }
+
+    /// The config as the pod's cgroup is written with it: every value, so a bound the pod
+    /// no longer has is lifted.
+    pub fn cgroup(&self) -> crate::cgroup_manager::ResourceConfig {
+        use crate::cgroup_manager::Limit;
+        let limit = |v: Option<i64>| Some(v.map_or(Limit::Max, Limit::Value));
+        crate::cgroup_manager::ResourceConfig {
+            cpu_shares: u64::try_from(self.cpu_shares).ok(),
+            cpu_quota: limit(self.cpu_quota),
+            memory: limit(self.memory),
         }
     }
 
@@ -167,9 +179,9 @@ pub fn linux_resources(resources: Option<&ResourceRequirements>) -> cri::LinuxCo
     let limits = resources.and_then(|r| r.limits.as_ref());
     let (cpu_request, cpu_limit) = (amount(requests, "cpu"), amount(limits, "cpu"));
     let cpu_shares = if cpu_request == 0 && cpu_limit != 0 {
-        shares(cpu_limit)
+        milli_cpu_to_shares(cpu_limit)
     } else {
-        shares(cpu_request)
+        milli_cpu_to_shares(cpu_request)
     };
     cri::LinuxContainerResources {
         cpu_period: QUOTA_PERIOD,

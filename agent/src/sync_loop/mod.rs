@@ -301,7 +301,7 @@ impl SyncLoop {
         ));
     }
 
-    /// Removes the directories of pods that neither the API (once listed), a
+    /// Removes the directories and cgroups of pods that neither the API (once listed), a
     /// worker nor the runtime has.
     fn remove_orphaned_pod_dirs(&self, snapshot: &Snapshot) {
         if !self.listed {
@@ -320,7 +320,16 @@ impl SyncLoop {
         let pods_dir = self.runtime.pods_dir().to_owned();
         let logs_dir = self.runtime.pod_logs_dir().to_owned();
         let links_dir = self.runtime.container_logs_dir();
+        let cgroups = self.runtime.cgroups().cloned();
         tokio::task::spawn_blocking(move || {
+            // `cleanupOrphanedPodCgroups`: what is left in them is killed.
+            if let Some(cgroups) = cgroups {
+                for uid in cgroups.pods().into_iter().filter(|uid| !keep.contains(uid)) {
+                    if let Err(error) = cgroups.destroy_pod(&uid) {
+                        tracing::warn!(pod = uid, %error, cause = ?std::error::Error::source(&error), "removing the cgroup of a pod that is gone");
+                    }
+                }
+            }
             let mut removed = housekeeping::remove_orphaned_pod_dirs(&pods_dir, &keep, as_of);
             if logs_dir != pods_dir {
                 removed.extend(housekeeping::remove_orphaned_pod_dirs(

@@ -53,7 +53,16 @@ pub(super) async fn converge(
         for (reason, message) in dns.warnings {
             ctx.events.pod(pod, None, Type::Warning, reason, message);
         }
-        let created = match ctx.runtime.sandbox_config(pod, attempt, dns.config) {
+        // `EnsureExists`: the pod's cgroup, sized, before the runtime puts the sandbox in it.
+        let cgroup = ctx.runtime.cgroups().map(|cgroups| {
+            let qos = pod_status::qos_class(pod);
+            cgroups.ensure_pod(pod, &qos, &runtime::PodConfig::of(pod, &qos).cgroup())
+        });
+        let config = cgroup
+            .transpose()
+            .map_err(runtime::Error::from)
+            .and_then(|_| ctx.runtime.sandbox_config(pod, attempt, dns.config));
+        let created = match config {
             Ok(config) => ctx
                 .runtime
                 .run_sandbox(pod, config.clone())
