@@ -10,7 +10,8 @@ use super::{applets, basename, parse};
 const BUILTINS: &[&str] = &[
     "sleep", "exit", "true", "false", ":", "echo", "touch", "rm", "cat", "test", "[", "trap",
     "mkdir", "hostname", "wait", "sh", "bash", "ash", "dash", "env", "printenv", "ls", "stat",
-    "id", "export", "unset", "hexdump", "tar", "curl", "tail",
+    "id", "export", "unset", "hexdump", "tar", "curl", "tail", "set", "shift", "local", "return",
+    "break", "continue", "eval", "read", "printf", "cd", "pwd",
 ];
 
 /// The programs of the test images' own (agnhost, nginx, httpd, pause): a
@@ -37,33 +38,30 @@ impl Shell<'_> {
                 Some(code) => match code.parse::<i64>() {
                     Ok(code) => (code & 0xff) as i32,
                     Err(_) => {
-                        self.emit(
-                            Stream::Stderr,
-                            &format!("sh: exit: Illegal number: {code}\n"),
-                        );
-                        2
+                        let message = format!("Illegal number: {code}");
+                        self.builtin_error("exit", &message, 2)
                     }
                 },
             })),
-            "echo" => {
-                let (newline, words) = match args.first().map(String::as_str) {
-                    Some("-n") => (false, &args[1..]),
-                    Some("-e") => (true, &args[1..]),
-                    _ => (true, args),
-                };
-                let mut text = words.join(" ");
-                if newline {
-                    text.push('\n');
-                }
-                self.emit(Stream::Stdout, &text);
+            "echo" => Ok(self.echo(args)),
+            "printf" => Ok(self.printf(args)),
+            "set" => self.set(args),
+            "shift" => self.shift(args),
+            "local" => self.local(args),
+            "return" | "break" | "continue" => self.jump(name, args),
+            "eval" => self.eval(args).await,
+            "read" => Ok(self.read(args).await),
+            "cd" => Ok(self.cd(args)),
+            "pwd" => {
+                self.emit(Stream::Stdout, "/\n");
                 Ok(0)
             }
             "hostname" => Ok(self.hostname(args)),
             "id" => Ok(self.id(args)),
             "env" => Box::pin(self.env_command(args)).await,
             "printenv" => Ok(self.printenv(args)),
-            "export" => Ok(self.export(args)),
-            "unset" => Ok(self.unset(args)),
+            "export" => self.export(args),
+            "unset" => self.unset(args),
             "touch" => Ok(self.touch(args)),
             "rm" => Ok(self.rm(args)),
             "mkdir" => Ok(self.mkdir(args)),
@@ -78,7 +76,7 @@ impl Shell<'_> {
             "test" => Ok(self.test(args, false)),
             "[" => Ok(self.test(args, true)),
             "trap" => Ok(self.trap(args)),
-            "sh" | "bash" | "ash" | "dash" => self.subshell(args).await,
+            "sh" | "bash" | "ash" | "dash" => self.subshell(&argv[0], args).await,
             _ if IMAGE_PROGRAMS.contains(&name) => self.serve().await,
             _ if applets::is_applet(name) => {
                 self.emit(
@@ -118,7 +116,7 @@ impl Shell<'_> {
 
     /// `sh -c SCRIPT [NAME ARGS…]`, `sh FILE [ARGS…]`, or a shell reading its
     /// standard input (`sh`, `sh -i`, `sh -s`, `sh -`).
-    async fn subshell(&mut self, args: &[String]) -> Result<i32, Stop> {
+    async fn subshell(&mut self, argv0: &str, args: &[String]) -> Result<i32, Stop> {
         let (script, positional) = match args.first().map(String::as_str) {
             Some("-c") => (
                 args.get(1).cloned().unwrap_or_default(),
@@ -164,27 +162,20 @@ impl Shell<'_> {
             }
         };
         let saved_args = std::mem::replace(&mut self.args, positional);
+        if self.args.is_empty() {
+            self.args.push(argv0.to_owned());
+        }
         let result = self.list(&list).await;
         self.args = saved_args;
         match result {
-            Ok(code) | Err(Stop::Exit(code)) => Ok(code),
+            Ok(code) => Ok(code),
             Err(stop @ Stop::Signal(_)) => Err(stop),
+            Err(stop) => Ok(stop.code()),
         }
     }
 }
 
 impl Shell<'_> {
-    /// `cat` of standard input: each chunk as it comes (nothing without one).
-    async fn cat_stdin(&mut self) -> Result<i32, Stop> {
-        while let Some(chunk) = match self.stdin.as_deref_mut() {
-            Some(stdin) => stdin.chunk().await,
-            None => None,
-        } {
-            self.emit_bytes(Stream::Stdout, &chunk);
-        }
-        Ok(0)
-    }
-
     /// `sh` reading its commands from standard input, a line at a time, until
     /// the input ends (then the last status) or `exit`. A main process still
     /// takes its signals while it waits for a line.
@@ -215,8 +206,8 @@ impl Shell<'_> {
             match parse(&line) {
                 Ok(list) => match self.list(&list).await {
                     Ok(status) => self.status = status,
-                    Err(Stop::Exit(code)) => return Ok(code),
-                    Err(stop) => return Err(stop),
+                    Err(stop @ Stop::Signal(_)) => return Err(stop),
+                    Err(stop) => return Ok(stop.code()),
                 },
                 Err(error) => {
                     self.emit(Stream::Stderr, &format!("sh: {error}\n"));
