@@ -11,7 +11,7 @@ const BUILTINS: &[&str] = &[
     "sleep", "exit", "true", "false", ":", "echo", "touch", "rm", "cat", "test", "[", "trap",
     "mkdir", "hostname", "wait", "sh", "bash", "ash", "dash", "env", "printenv", "ls", "stat",
     "id", "export", "unset", "hexdump", "tar", "curl", "tail", "set", "shift", "local", "return",
-    "break", "continue", "eval", "read", "printf", "cd", "pwd",
+    "break", "continue", "eval", "read", "printf", "cd", "pwd", "umask", "chmod",
 ];
 
 /// The programs of the test images' own (agnhost, nginx, httpd, pause): a
@@ -52,6 +52,8 @@ impl Shell<'_> {
             "eval" => self.eval(args).await,
             "read" => Ok(self.read(args).await),
             "cd" => Ok(self.cd(args)),
+            "umask" => Ok(self.umask_command(args)),
+            "chmod" => Ok(self.chmod(args)),
             "pwd" => {
                 self.emit(Stream::Stdout, "/\n");
                 Ok(0)
@@ -161,12 +163,35 @@ impl Shell<'_> {
                 return Ok(2);
             }
         };
+        // A new shell: only the environment is shared with this one.
         let saved_args = std::mem::replace(&mut self.args, positional);
         if self.args.is_empty() {
             self.args.push(argv0.to_owned());
         }
+        let saved_vars = std::mem::take(&mut self.vars);
+        let saved_functions = std::mem::take(&mut self.functions);
+        let saved_env = self.context.env.clone();
+        let saved_options = (
+            self.errexit,
+            self.nounset,
+            self.ash,
+            self.conditions,
+            self.loops,
+        );
+        (self.errexit, self.nounset, self.conditions, self.loops) = (false, false, 0, 0);
+        self.enter_shell();
         let result = self.list(&list).await;
         self.args = saved_args;
+        self.vars = saved_vars;
+        self.functions = saved_functions;
+        self.context.env = saved_env;
+        (
+            self.errexit,
+            self.nounset,
+            self.ash,
+            self.conditions,
+            self.loops,
+        ) = saved_options;
         match result {
             Ok(code) => Ok(code),
             Err(stop @ Stop::Signal(_)) => Err(stop),

@@ -9,6 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use super::fs_types::{OVERLAY_TYPE, busybox_fs_name, statfs_magic};
 use super::mounts::{Location, Mount, Mounts, dir_prefix, join, normalize, real_path};
 
 /// The in-memory files of a container (path → content), for paths under no
@@ -121,6 +122,8 @@ pub struct FileSystem {
     /// In-memory directories made by `mkdir` (others exist as the parents of
     /// files): a file is created only in a directory that exists, as on Linux.
     dirs: Arc<Mutex<BTreeSet<String>>>,
+    /// Permissions `chmod` (or a umask) gave in-memory files and directories.
+    modes: Arc<Mutex<HashMap<String, u32>>>,
     mounts: Mounts,
     /// `readonly_rootfs`: in-memory paths refuse writes, except under `/dev`
     /// (a tmpfs in a real container).
@@ -134,6 +137,7 @@ impl FileSystem {
         Self {
             memory: Files::default(),
             dirs: Arc::default(),
+            modes: Arc::default(),
             mounts: Mounts::new(mounts),
             readonly_root,
         }
@@ -167,6 +171,52 @@ impl FileSystem {
 
     fn memory_files(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<u8>>> {
         self.memory.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn memory_modes(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+        self.modes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets a file's permission bits (`chmod`).
+    pub fn chmod(&self, path: &str, mode: u32) -> Result<(), FsError> {
+        match self.mounts.locate(path, true)? {
+            Location::Memory(path) => {
+                self.metadata(&path, true)?;
+                self.writable_memory(&path)?;
+                self.memory_modes().insert(path, mode & 0o7777);
+                Ok(())
+            }
+            Location::Host { mount, path } => {
+                self.mounts.writable(mount)?;
+                self.mounts.confine(mount, &real_path(&path)?)?;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & 0o7777))?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The type of the file system a path is on, as busybox's `stat -f -c %T`
+    /// names it: a mount's is the host's (statfs(2) of its host path); the
+    /// container's own files are on an overlay, `/dev` on a tmpfs.
+    pub fn fs_type(&self, path: &str) -> Result<String, FsError> {
+        self.metadata(path, true)?;
+        match self.mounts.locate(path, true)? {
+            Location::Memory(path) => Ok(if path == "/dev" || path.starts_with("/dev/") {
+                "tmpfs"
+            } else if path == "/proc" || path.starts_with("/proc/") {
+                "proc"
+            } else if path == "/sys" || path.starts_with("/sys/") {
+                "sysfs"
+            } else {
+                OVERLAY_TYPE
+            }
+            .to_owned()),
+            Location::Host { mount, path } => {
+                self.mounts.confine(mount, &real_path(&path)?)?;
+                let magic = statfs_magic(&path)?;
+                Ok(busybox_fs_name(magic).to_owned())
+            }
+        }
     }
 
     fn memory_dirs(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
@@ -260,6 +310,8 @@ impl FileSystem {
                 if recursive {
                     dirs.retain(|name| *name != path && !name.starts_with(&prefix));
                 }
+                self.memory_modes()
+                    .retain(|name, _| *name != path && !name.starts_with(&prefix));
                 if files.len() != before || dirs.len() != dirs_before {
                     Ok(())
                 } else if files.keys().any(|name| name.starts_with(&prefix)) {
@@ -350,17 +402,20 @@ impl FileSystem {
         match self.mounts.locate(path, follow)? {
             Location::Memory(path) => {
                 let len = self.memory_files().get(&path).map(Vec::len);
+                let mode = self.memory_modes().get(&path).copied();
                 if let Some(len) = len {
                     return Ok(Meta {
                         kind: Kind::File,
-                        mode: 0o644,
+                        mode: mode.unwrap_or(0o644),
                         len: len as u64,
                     });
                 }
                 if self.memory_dir(&path) {
+                    // busybox's image: /tmp is world-writable and sticky.
+                    let default = if path == "/tmp" { 0o1777 } else { 0o755 };
                     Ok(Meta {
                         kind: Kind::Dir,
-                        mode: 0o755,
+                        mode: mode.unwrap_or(default),
                         len: 4096,
                     })
                 } else {

@@ -80,6 +80,10 @@ pub(super) enum Directive {
     Size,
     /// `%F`: the file type.
     Type,
+    /// `%A`: the file type and permissions as `ls -l` shows them.
+    ModeString,
+    /// `%T` (with `-f`): the file system's type, as busybox names it.
+    FsType,
 }
 
 /// `stat [-L] -c FORMAT FILE…`.
@@ -87,6 +91,8 @@ pub(super) enum Directive {
 pub(super) struct Stat {
     /// `-L`: follow a symbolic link (without it, a link reports itself).
     pub follow: bool,
+    /// `-f`: the file system of each file.
+    pub filesystem: bool,
     /// The parsed format.
     pub format: Vec<Directive>,
     /// The operands.
@@ -95,14 +101,16 @@ pub(super) struct Stat {
 
 impl Stat {
     pub(super) fn parse(args: &[String]) -> Result<Self, String> {
-        const FORM: &str = "only 'stat [-L] -c FORMAT FILE…' is interpreted";
+        const FORM: &str = "only 'stat [-L] [-f] -c FORMAT FILE…' is interpreted";
         let mut follow = false;
+        let mut filesystem = false;
         let mut format = None;
         let mut files = Vec::new();
         let mut args = args.iter();
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "-L" => follow = true,
+                "-f" => filesystem = true,
                 "-c" => match args.next() {
                     Some(value) => format = Some(value.clone()),
                     None => return Err("stat: option -c needs a format".to_owned()),
@@ -123,9 +131,20 @@ impl Stat {
         if files.is_empty() {
             return Err("stat: missing operand".to_owned());
         }
+        let format = parse_format(&format)?;
+        if let Some(wrong) = format.iter().find(|d| {
+            !matches!(d, Directive::Text(_) | Directive::Name)
+                && filesystem != matches!(d, Directive::FsType)
+        }) {
+            return Err(format!(
+                "stat: {wrong:?} is not interpreted with{} -f (only %T and %n with -f)",
+                if filesystem { "" } else { "out" }
+            ));
+        }
         Ok(Self {
             follow,
-            format: parse_format(&format)?,
+            filesystem,
+            format,
             files,
         })
     }
@@ -149,9 +168,11 @@ fn parse_format(format: &str) -> Result<Vec<Directive>, String> {
             Some('n') => Directive::Name,
             Some('s') => Directive::Size,
             Some('F') => Directive::Type,
+            Some('A') => Directive::ModeString,
+            Some('T') => Directive::FsType,
             Some(other) => {
                 return Err(format!(
-                    "stat: format %{other} is not interpreted (only %a %n %s %F %%)"
+                    "stat: format %{other} is not interpreted (only %a %A %n %s %F %T %%)"
                 ));
             }
             None => return Err("stat: the format ends with a lone %".to_owned()),

@@ -17,6 +17,7 @@ mod expand;
 mod file_commands;
 mod files;
 mod forms;
+mod fs_types;
 mod input;
 mod lex;
 mod mounts;

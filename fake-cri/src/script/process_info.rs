@@ -20,7 +20,12 @@ impl Shell<'_> {
         }
         let result = if env.command.is_empty() {
             let mut out = String::new();
-            for (name, value) in self.context.env.iter() {
+            let vars: Vec<(&str, &str)> = if self.ash {
+                super::env::ash_order(&self.context.env)
+            } else {
+                self.context.env.iter().collect()
+            };
+            for (name, value) in vars {
                 out.push_str(&format!("{name}={value}\n"));
             }
             self.emit(Stream::Stdout, &out);

@@ -56,6 +56,14 @@ pub(super) struct Saved {
 }
 
 impl Shell<'_> {
+    /// A file or directory just created gets `mode` less the umask (the
+    /// files were made as a process with the default umask makes them).
+    pub(super) fn created(&mut self, path: &str, mode: u32) {
+        if self.umask != super::shell::DEFAULT_UMASK {
+            let _ = self.context.files.chmod(path, mode & !self.umask);
+        }
+    }
+
     pub(super) fn save_redirections(&self) -> Saved {
         Saved {
             routes: self.routes.clone(),
@@ -90,6 +98,7 @@ impl Shell<'_> {
                 RedirectTarget::File { path, append } => {
                     let path = self.expand(path).await?;
                     let route = self.route(&path);
+                    let existed = self.context.files.metadata(&path, true).is_ok();
                     if let Route::File(path) = &route
                         && let Err(error) = self.context.files.write(path, &[], *append)
                     {
@@ -98,6 +107,9 @@ impl Shell<'_> {
                             other => other.to_string(),
                         };
                         return Ok(Err(format!("sh: can't create {path}: {why}")));
+                    }
+                    if !existed && matches!(route, Route::File(_)) {
+                        self.created(&path, 0o666);
                     }
                     match fd {
                         0 => self.input = Some(input(Vec::new())),

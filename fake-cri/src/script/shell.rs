@@ -75,6 +75,9 @@ pub(super) enum Route {
 /// `while true; do :; done` costs a little time instead of a whole core.
 const MIN_ITERATION: Duration = Duration::from_millis(1);
 
+/// A container process's umask (runc's default).
+pub(super) const DEFAULT_UMASK: u32 = 0o022;
+
 /// An interpreter for one process.
 pub struct Shell<'a> {
     pub(super) context: Context,
@@ -115,6 +118,11 @@ pub struct Shell<'a> {
     pub(super) substitution_status: Option<i32>,
     /// A builtin wrote to a closed descriptor: it fails.
     pub(super) write_failed: bool,
+    /// The process is a shell (`sh -c`): the commands it runs get the
+    /// environment as ash passes it (its order, `SHLVL`, `PWD`).
+    pub(super) ash: bool,
+    /// The file mode creation mask (`umask`).
+    pub(super) umask: u32,
 }
 
 impl<'a> Shell<'a> {
@@ -172,6 +180,8 @@ impl<'a> Shell<'a> {
             routes: [Route::Stream(Stream::Stdout), Route::Stream(Stream::Stderr)],
             substitution_status: None,
             write_failed: false,
+            ash: false,
+            umask: DEFAULT_UMASK,
         }
     }
 
@@ -184,8 +194,10 @@ impl<'a> Shell<'a> {
                 Err(stop) => Outcome::exited(stop.code()),
             },
             Program::Script { list, args } => {
+                // A script (`sh -c`) has its `$0`; a builtin run directly has none.
                 if !args.is_empty() {
                     self.args = args.clone();
+                    self.enter_shell();
                 }
                 let result = self.list(list).await;
                 let result = self.run_exit_trap(result).await;
@@ -196,6 +208,22 @@ impl<'a> Shell<'a> {
                 }
             }
         }
+    }
+
+    /// What ash does to the environment when it starts: `SHLVL` one more,
+    /// `PWD` the working directory (always `/` here).
+    pub(super) fn enter_shell(&mut self) {
+        let level = self
+            .context
+            .env
+            .get("SHLVL")
+            .and_then(|l| l.parse::<i64>().ok())
+            .unwrap_or(0);
+        self.context.env.set("SHLVL", &(level + 1).to_string());
+        if self.context.env.get("PWD").is_none() {
+            self.context.env.set("PWD", "/");
+        }
+        self.ash = true;
     }
 
     pub(super) async fn run_exit_trap(&mut self, result: Result<i32, Stop>) -> Result<i32, Stop> {

@@ -91,6 +91,8 @@ impl Shell<'_> {
             sub.args = self.args.clone();
             sub.functions = self.functions.clone();
             sub.errexit = self.errexit;
+            sub.ash = self.ash;
+            sub.umask = self.umask;
             sub.nounset = self.nounset;
             sub.conditions = self.conditions;
             sub.line = self.line;

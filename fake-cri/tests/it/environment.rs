@@ -55,8 +55,17 @@ async fn env_prints_what_containerd_and_runc_set_then_the_clients_envs() {
     assert_eq!(exit, 0);
     assert_eq!(
         stdout,
-        [PATH, "HOSTNAME=web-0", "X=3", "Y=two words", "HOME=/root"],
-        "the default PATH, the sandbox's host name, the envs (a repeated name keeps its place, the last value wins), HOME from runc"
+        [
+            "HOSTNAME=web-0",
+            "SHLVL=1",
+            "HOME=/root",
+            "X=3",
+            PATH,
+            "Y=two words",
+            "PWD=/"
+        ],
+        "the default PATH, the sandbox's host name, the envs (the last value wins), HOME from runc, \
+         and SHLVL and PWD from sh, in the order of busybox ash's variable table"
     );
 
     // The classic form without a shell, and the client overriding PATH and HOME.
