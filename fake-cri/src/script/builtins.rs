@@ -11,7 +11,8 @@ const BUILTINS: &[&str] = &[
     "sleep", "exit", "true", "false", ":", "echo", "touch", "rm", "cat", "test", "[", "trap",
     "mkdir", "hostname", "wait", "sh", "bash", "ash", "dash", "env", "printenv", "ls", "stat",
     "id", "export", "unset", "hexdump", "tar", "curl", "tail", "set", "shift", "local", "return",
-    "break", "continue", "eval", "read", "printf", "cd", "pwd", "umask", "chmod",
+    "break", "continue", "eval", "read", "printf", "cd", "pwd", "umask", "chmod", "seq", "wc",
+    "head", "tr", "cut", "sort", "grep", "basename", "dirname",
 ];
 
 /// The programs of the test images' own (agnhost, nginx, httpd, pause): a
@@ -29,6 +30,9 @@ impl Shell<'_> {
     pub(super) async fn builtin(&mut self, argv: &[String]) -> Result<i32, Stop> {
         let name = basename(&argv[0]);
         let args = &argv[1..];
+        if let Some(status) = Box::pin(self.text_applet(name, args)).await {
+            return Ok(status);
+        }
         match name {
             "true" | ":" | "wait" => Ok(0),
             "false" => Ok(1),

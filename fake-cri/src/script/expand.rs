@@ -64,9 +64,18 @@ impl Shell<'_> {
     fn pieces<'s>(&'s mut self, word: &'s Word, dq: bool) -> Pieces<'s> {
         Box::pin(async move {
             let mut out = Vec::new();
-            for part in &word.0 {
+            for (index, part) in word.0.iter().enumerate() {
                 match part {
                     Part::Literal(text) if dq => out.push(Piece::Quoted(text.clone())),
+                    // Tilde expansion: `~` and `~/…` at the start of a word are $HOME.
+                    Part::Literal(text)
+                        if index == 0
+                            && ((text == "~" && word.0.len() == 1) || text.starts_with("~/")) =>
+                    {
+                        let home = self.lookup("HOME").unwrap_or_default().to_owned();
+                        out.push(Piece::Quoted(home));
+                        out.push(Piece::Literal(text[1..].to_owned()));
+                    }
                     Part::Literal(text) => out.push(Piece::Literal(text.clone())),
                     Part::Quoted(text) => out.push(Piece::Quoted(text.clone())),
                     Part::Command(list, quoted) => {
@@ -107,14 +116,16 @@ impl Shell<'_> {
         }
     }
 
-    /// `$-`: the options set.
+    /// `$-`: the options set, in ash's order (`c` for a `-c` script, `s`
+    /// for one reading standard input).
     fn flags(&self) -> String {
         let mut flags = String::new();
-        if self.errexit {
-            flags.push('e');
-        }
         if self.nounset {
             flags.push('u');
+        }
+        flags.push(if self.ash { 'c' } else { 's' });
+        if self.errexit {
+            flags.push('e');
         }
         flags
     }

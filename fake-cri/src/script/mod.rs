@@ -31,6 +31,7 @@ mod shell_builtins;
 mod signals;
 mod subst;
 mod tail;
+mod text_applets;
 mod word;
 
 pub use ast::{

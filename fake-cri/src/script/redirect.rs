@@ -175,4 +175,19 @@ impl Shell<'_> {
         }
         Ok(0)
     }
+
+    /// All of standard input that is left.
+    pub(super) async fn read_all(&mut self) -> Vec<u8> {
+        if let Some(input) = &self.input {
+            return input.lock().unwrap_or_else(|e| e.into_inner()).rest();
+        }
+        let mut all = Vec::new();
+        while let Some(chunk) = match self.stdin.as_deref_mut() {
+            Some(stdin) => stdin.chunk().await,
+            None => None,
+        } {
+            all.extend_from_slice(&chunk);
+        }
+        all
+    }
 }
