@@ -235,12 +235,28 @@ impl Shell<'_> {
         let parsed = if bracket {
             Test::parse_bracket(args)
         } else {
-            Test::parse(args)
+            Test::parse_any(args)
         };
-        let (negate, test) = match parsed {
+        let alternatives = match parsed {
             Ok(parsed) => parsed,
             Err(message) => return self.usage(&format!("sh: {message}")),
         };
+        let mut holds = false;
+        for primaries in alternatives {
+            let mut all = true;
+            for (negate, test) in primaries {
+                match self.primary(test) {
+                    Ok(value) => all &= value != negate,
+                    Err(status) => return status,
+                }
+            }
+            holds |= all;
+        }
+        i32::from(!holds)
+    }
+
+    /// One primary of `test`: whether it holds, or the status of its error.
+    fn primary(&mut self, test: Test) -> Result<bool, i32> {
         let files = &self.context.files;
         let holds = match test {
             Test::Nothing => false,
@@ -263,7 +279,7 @@ impl Shell<'_> {
                     } else {
                         right
                     };
-                    return self.usage(&format!("sh: {bad}: bad number"));
+                    return Err(self.usage(&format!("sh: {bad}: bad number")));
                 };
                 match op {
                     IntOp::Eq => a == b,
@@ -275,7 +291,7 @@ impl Shell<'_> {
                 }
             }
         };
-        i32::from(holds == negate)
+        Ok(holds)
     }
 }
 
