@@ -12,7 +12,7 @@ const BUILTINS: &[&str] = &[
     "mkdir", "hostname", "wait", "sh", "bash", "ash", "dash", "env", "printenv", "ls", "stat",
     "id", "export", "unset", "hexdump", "tar", "curl", "tail", "set", "shift", "local", "return",
     "break", "continue", "eval", "read", "printf", "cd", "pwd", "umask", "chmod", "seq", "wc",
-    "head", "tr", "cut", "sort", "grep", "basename", "dirname",
+    "head", "tr", "cut", "sort", "grep", "basename", "dirname", "expr",
 ];
 
 /// The programs of the test images' own (agnhost, nginx, httpd, pause): a
@@ -57,6 +57,7 @@ impl Shell<'_> {
             "read" => Ok(self.read(args).await),
             "cd" => Ok(self.cd(args)),
             "umask" => Ok(self.umask_command(args)),
+            "expr" => Ok(self.expr(args)),
             "chmod" => Ok(self.chmod(args)),
             "pwd" => {
                 self.emit(Stream::Stdout, "/\n");

@@ -14,6 +14,7 @@ mod compound;
 mod curl;
 mod env;
 mod expand;
+mod expr;
 mod file_commands;
 mod files;
 mod forms;

@@ -535,7 +535,7 @@ fn in_ranges(ranges: &[(usize, usize)], i: usize) -> bool {
 
 /// A POSIX basic regular expression in the `regex` crate's syntax: `\( \)
 /// \{ \} \| \+ \?` are the operators, `( ) { } | + ?` literal.
-fn bre_to_regex(bre: &str) -> String {
+pub(super) fn bre_to_regex(bre: &str) -> String {
     let mut out = String::new();
     let mut chars = bre.chars().peekable();
     let mut in_bracket = false;
