@@ -12,7 +12,7 @@ const BUILTINS: &[&str] = &[
     "mkdir", "hostname", "wait", "sh", "bash", "ash", "dash", "env", "printenv", "ls", "stat",
     "id", "export", "unset", "hexdump", "tar", "curl", "tail", "set", "shift", "local", "return",
     "break", "continue", "eval", "read", "printf", "cd", "pwd", "umask", "chmod", "seq", "wc",
-    "head", "tr", "cut", "sort", "grep", "basename", "dirname", "expr",
+    "head", "tr", "cut", "sort", "grep", "basename", "dirname", "expr", "exec", "command",
 ];
 
 /// The programs of the test images' own (agnhost, nginx, httpd, pause): a
@@ -58,6 +58,17 @@ impl Shell<'_> {
             "cd" => Ok(self.cd(args)),
             "umask" => Ok(self.umask_command(args)),
             "expr" => Ok(self.expr(args)),
+            // `exec CMD`: the command replaces the shell, which ends with its status.
+            "exec" if !args.is_empty() => {
+                let status = Box::pin(self.builtin(args)).await?;
+                Err(Stop::Exit(status))
+            }
+            "exec" => Ok(0),
+            "command" => match args.first().map(String::as_str) {
+                Some("-v") => Ok(self.command_v(&args[1..])),
+                Some(_) => Box::pin(self.builtin(args)).await,
+                None => Ok(0),
+            },
             "chmod" => Ok(self.chmod(args)),
             "pwd" => {
                 self.emit(Stream::Stdout, "/\n");
@@ -206,6 +217,31 @@ impl Shell<'_> {
 }
 
 impl Shell<'_> {
+    /// `command -v NAME…`: each name ash would run (a function, builtin,
+    /// busybox applet or keyword) is printed; status 127 if one is not.
+    fn command_v(&mut self, names: &[String]) -> i32 {
+        const KEYWORDS: &[&str] = &[
+            "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case",
+            "esac", "in", "{", "}", "!",
+        ];
+        let mut status = 0;
+        let mut out = String::new();
+        for name in names {
+            let known = self.functions.contains_key(name)
+                || is_builtin(name)
+                || applets::is_applet(name)
+                || KEYWORDS.contains(&name.as_str());
+            if known {
+                out.push_str(name);
+                out.push('\n');
+            } else {
+                status = 127;
+            }
+        }
+        self.emit(Stream::Stdout, &out);
+        status
+    }
+
     /// `sh` reading its commands from standard input, a line at a time, until
     /// the input ends (then the last status) or `exit`. A main process still
     /// takes its signals while it waits for a line.

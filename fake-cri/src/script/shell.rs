@@ -382,6 +382,8 @@ impl<'a> Shell<'a> {
         self.line = simple.line;
         let (assignments, argv) = self.expand_simple(simple).await?;
         let saved = self.save_redirections();
+        // `exec` without a command: its redirections stay for the rest of the shell.
+        let permanent = argv.len() == 1 && argv[0] == "exec";
         let result = match self.redirect(&simple.redirects).await? {
             Ok(()) => self.run_simple(assignments, argv).await,
             Err(message) => {
@@ -390,7 +392,9 @@ impl<'a> Shell<'a> {
                 Ok(1)
             }
         };
-        self.restore_redirections(saved);
+        if !permanent {
+            self.restore_redirections(saved);
+        }
         let mut status = result?;
         if std::mem::take(&mut self.write_failed) && status == 0 {
             status = 1;

@@ -90,7 +90,7 @@ impl Shell<'_> {
             "tr" => options(name, args, "d", ""),
             "cut" => options(name, args, "dfcs", "dfc"),
             "sort" => options(name, args, "nru", ""),
-            "grep" => options(name, args, "qvcinxEFe", "e"),
+            "grep" => options(name, args, "qvcinxoEFe", "e"),
             "basename" | "dirname" => options(name, args, "", ""),
             _ => return None,
         };
@@ -379,7 +379,7 @@ impl Shell<'_> {
             None if operands.is_empty() => {
                 self.emit(
                     Stream::Stderr,
-                    "grep: fake-cri needs 'grep [-qvcinxEF] PATTERN [FILE]…'\n",
+                    "grep: fake-cri needs 'grep [-qvcinxoEF] PATTERN [FILE]…'\n",
                 );
                 return 2;
             }
@@ -408,6 +408,7 @@ impl Shell<'_> {
             }
         };
         let (inputs, missing) = self.inputs("grep", &operands).await;
+        let only = has(opts, 'o');
         let (invert, count, quiet, numbers) = (
             has(opts, 'v'),
             has(opts, 'c'),
@@ -430,14 +431,20 @@ impl Shell<'_> {
                     return 0;
                 }
                 if !count {
-                    if prefix {
-                        out.push_str(&format!("{name}:"));
+                    let lead = match (prefix, numbers) {
+                        (true, true) => format!("{name}:{}:", index + 1),
+                        (true, false) => format!("{name}:"),
+                        (false, true) => format!("{}:", index + 1),
+                        (false, false) => String::new(),
+                    };
+                    if only && !invert {
+                        // `-o`: each non-empty match on its own line.
+                        for found in regex.find_iter(line).filter(|m| !m.as_str().is_empty()) {
+                            out.push_str(&format!("{lead}{}\n", found.as_str()));
+                        }
+                    } else {
+                        out.push_str(&format!("{lead}{line}\n"));
                     }
-                    if numbers {
-                        out.push_str(&format!("{}:", index + 1));
-                    }
-                    out.push_str(line);
-                    out.push('\n');
                 }
             }
             if count {
