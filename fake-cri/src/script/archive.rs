@@ -472,6 +472,7 @@ mod tests {
     async fn copies_out_and_back_in_as_kubectl_cp_does() {
         let context = Context::default();
         let files = &context.files;
+        files.mkdir("/tmp/d/sub", true).unwrap();
         files.write("/tmp/d/a.txt", b"alpha\n", false).unwrap();
         let binary = [0_u8, 159, 146, 150, 255, b'\n'];
         files.write("/tmp/d/sub/b.bin", &binary, false).unwrap();

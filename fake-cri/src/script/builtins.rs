@@ -10,7 +10,9 @@ use super::{applets, basename, parse};
 const BUILTINS: &[&str] = &[
     "sleep", "exit", "true", "false", ":", "echo", "touch", "rm", "cat", "test", "[", "trap",
     "mkdir", "hostname", "wait", "sh", "bash", "ash", "dash", "env", "printenv", "ls", "stat",
-    "id", "export", "unset", "hexdump", "tar", "curl", "tail",
+    "id", "export", "unset", "hexdump", "tar", "curl", "tail", "set", "shift", "local", "return",
+    "break", "continue", "eval", "read", "printf", "cd", "pwd", "umask", "chmod", "seq", "wc",
+    "head", "tr", "cut", "sort", "grep", "basename", "dirname", "expr", "exec", "command",
 ];
 
 /// The programs of the test images' own (agnhost, nginx, httpd, pause): a
@@ -28,6 +30,9 @@ impl Shell<'_> {
     pub(super) async fn builtin(&mut self, argv: &[String]) -> Result<i32, Stop> {
         let name = basename(&argv[0]);
         let args = &argv[1..];
+        if let Some(status) = Box::pin(self.text_applet(name, args)).await {
+            return Ok(status);
+        }
         match name {
             "true" | ":" | "wait" => Ok(0),
             "false" => Ok(1),
@@ -37,33 +42,44 @@ impl Shell<'_> {
                 Some(code) => match code.parse::<i64>() {
                     Ok(code) => (code & 0xff) as i32,
                     Err(_) => {
-                        self.emit(
-                            Stream::Stderr,
-                            &format!("sh: exit: Illegal number: {code}\n"),
-                        );
-                        2
+                        let message = format!("Illegal number: {code}");
+                        self.builtin_error("exit", &message, 2)
                     }
                 },
             })),
-            "echo" => {
-                let (newline, words) = match args.first().map(String::as_str) {
-                    Some("-n") => (false, &args[1..]),
-                    Some("-e") => (true, &args[1..]),
-                    _ => (true, args),
-                };
-                let mut text = words.join(" ");
-                if newline {
-                    text.push('\n');
-                }
-                self.emit(Stream::Stdout, &text);
+            "echo" => Ok(self.echo(args)),
+            "printf" => Ok(self.printf(args)),
+            "set" => self.set(args),
+            "shift" => self.shift(args),
+            "local" => self.local(args),
+            "return" | "break" | "continue" => self.jump(name, args),
+            "eval" => self.eval(args).await,
+            "read" => Ok(self.read(args).await),
+            "cd" => Ok(self.cd(args)),
+            "umask" => Ok(self.umask_command(args)),
+            "expr" => Ok(self.expr(args)),
+            // `exec CMD`: the command replaces the shell, which ends with its status.
+            "exec" if !args.is_empty() => {
+                let status = Box::pin(self.builtin(args)).await?;
+                Err(Stop::Exit(status))
+            }
+            "exec" => Ok(0),
+            "command" => match args.first().map(String::as_str) {
+                Some("-v") => Ok(self.command_v(&args[1..])),
+                Some(_) => Box::pin(self.builtin(args)).await,
+                None => Ok(0),
+            },
+            "chmod" => Ok(self.chmod(args)),
+            "pwd" => {
+                self.emit(Stream::Stdout, "/\n");
                 Ok(0)
             }
             "hostname" => Ok(self.hostname(args)),
             "id" => Ok(self.id(args)),
             "env" => Box::pin(self.env_command(args)).await,
             "printenv" => Ok(self.printenv(args)),
-            "export" => Ok(self.export(args)),
-            "unset" => Ok(self.unset(args)),
+            "export" => self.export(args),
+            "unset" => self.unset(args),
             "touch" => Ok(self.touch(args)),
             "rm" => Ok(self.rm(args)),
             "mkdir" => Ok(self.mkdir(args)),
@@ -78,7 +94,7 @@ impl Shell<'_> {
             "test" => Ok(self.test(args, false)),
             "[" => Ok(self.test(args, true)),
             "trap" => Ok(self.trap(args)),
-            "sh" | "bash" | "ash" | "dash" => self.subshell(args).await,
+            "sh" | "bash" | "ash" | "dash" => self.subshell(&argv[0], args).await,
             _ if IMAGE_PROGRAMS.contains(&name) => self.serve().await,
             _ if applets::is_applet(name) => {
                 self.emit(
@@ -118,7 +134,7 @@ impl Shell<'_> {
 
     /// `sh -c SCRIPT [NAME ARGS…]`, `sh FILE [ARGS…]`, or a shell reading its
     /// standard input (`sh`, `sh -i`, `sh -s`, `sh -`).
-    async fn subshell(&mut self, args: &[String]) -> Result<i32, Stop> {
+    async fn subshell(&mut self, argv0: &str, args: &[String]) -> Result<i32, Stop> {
         let (script, positional) = match args.first().map(String::as_str) {
             Some("-c") => (
                 args.get(1).cloned().unwrap_or_default(),
@@ -163,26 +179,67 @@ impl Shell<'_> {
                 return Ok(2);
             }
         };
+        // A new shell: only the environment is shared with this one.
         let saved_args = std::mem::replace(&mut self.args, positional);
+        if self.args.is_empty() {
+            self.args.push(argv0.to_owned());
+        }
+        let saved_vars = std::mem::take(&mut self.vars);
+        let saved_functions = std::mem::take(&mut self.functions);
+        let saved_env = self.context.env.clone();
+        let saved_options = (
+            self.errexit,
+            self.nounset,
+            self.ash,
+            self.conditions,
+            self.loops,
+        );
+        (self.errexit, self.nounset, self.conditions, self.loops) = (false, false, 0, 0);
+        self.enter_shell();
         let result = self.list(&list).await;
         self.args = saved_args;
+        self.vars = saved_vars;
+        self.functions = saved_functions;
+        self.context.env = saved_env;
+        (
+            self.errexit,
+            self.nounset,
+            self.ash,
+            self.conditions,
+            self.loops,
+        ) = saved_options;
         match result {
-            Ok(code) | Err(Stop::Exit(code)) => Ok(code),
+            Ok(code) => Ok(code),
             Err(stop @ Stop::Signal(_)) => Err(stop),
+            Err(stop) => Ok(stop.code()),
         }
     }
 }
 
 impl Shell<'_> {
-    /// `cat` of standard input: each chunk as it comes (nothing without one).
-    async fn cat_stdin(&mut self) -> Result<i32, Stop> {
-        while let Some(chunk) = match self.stdin.as_deref_mut() {
-            Some(stdin) => stdin.chunk().await,
-            None => None,
-        } {
-            self.emit_bytes(Stream::Stdout, &chunk);
+    /// `command -v NAME…`: each name ash would run (a function, builtin,
+    /// busybox applet or keyword) is printed; status 127 if one is not.
+    fn command_v(&mut self, names: &[String]) -> i32 {
+        const KEYWORDS: &[&str] = &[
+            "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case",
+            "esac", "in", "{", "}", "!",
+        ];
+        let mut status = 0;
+        let mut out = String::new();
+        for name in names {
+            let known = self.functions.contains_key(name)
+                || is_builtin(name)
+                || applets::is_applet(name)
+                || KEYWORDS.contains(&name.as_str());
+            if known {
+                out.push_str(name);
+                out.push('\n');
+            } else {
+                status = 127;
+            }
         }
-        Ok(0)
+        self.emit(Stream::Stdout, &out);
+        status
     }
 
     /// `sh` reading its commands from standard input, a line at a time, until
@@ -215,8 +272,8 @@ impl Shell<'_> {
             match parse(&line) {
                 Ok(list) => match self.list(&list).await {
                     Ok(status) => self.status = status,
-                    Err(Stop::Exit(code)) => return Ok(code),
-                    Err(stop) => return Err(stop),
+                    Err(stop @ Stop::Signal(_)) => return Err(stop),
+                    Err(stop) => return Ok(stop.code()),
                 },
                 Err(error) => {
                     self.emit(Stream::Stderr, &format!("sh: {error}\n"));

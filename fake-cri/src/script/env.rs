@@ -66,6 +66,28 @@ impl Env {
     }
 }
 
+/// The environment busybox ash passes to the commands it runs: its
+/// variables walked in the order of its hash table (39 buckets, hashed on
+/// the first character and the sum of all), each bucket in the order the
+/// variables were made, `PATH` first (ash has it before it reads its
+/// environment). Names that are not identifiers (`data-1`, from `envFrom`)
+/// stay, as in upstream's busybox 1.36 image that the cases' pods run (Debian's
+/// busybox 1.35, which the shell corpus compares with, drops them).
+pub(crate) fn ash_order(env: &Env) -> Vec<(&str, &str)> {
+    fn bucket(name: &str) -> u32 {
+        let first = name.bytes().next().map_or(0, u32::from) << 4;
+        (first + name.bytes().map(u32::from).sum::<u32>()) % 39
+    }
+    let mut vars: Vec<(&str, &str)> = env
+        .iter()
+        .filter(|(name, _)| *name == "PATH")
+        .chain(env.iter().filter(|(name, _)| *name != "PATH"))
+        .collect();
+    // A stable sort keeps each bucket's order.
+    vars.sort_by_key(|(name, _)| bucket(name));
+    vars
+}
+
 /// Hook: the image config's `Env`. fake-cri knows no image content, so this
 /// is empty; for busybox it would be `PATH` with [`DEFAULT_PATH`], which
 /// [`Env::container`] sets anyway.
@@ -99,6 +121,19 @@ mod tests {
         let env = Env::container([("HOME", "/home/x")], "h", 1000);
         assert_eq!(env.get("HOME"), Some("/home/x"));
         assert_eq!(Env::container([], "h", 1000).get("HOME"), Some("/"));
+    }
+
+    #[test]
+    fn ash_hash_order() {
+        let mut env = Env::container([("data-1", "x")], "shell-corpus", 0);
+        env.set("SHLVL", "1");
+        env.set("PWD", "/");
+        let names: Vec<_> = ash_order(&env).into_iter().map(|(n, _)| n).collect();
+        // What busybox 1.35's `sh -c env` prints in a busybox container (and data-1).
+        assert_eq!(
+            names,
+            ["HOSTNAME", "SHLVL", "HOME", "PATH", "PWD", "data-1"]
+        );
     }
 
     #[test]

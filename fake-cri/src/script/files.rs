@@ -9,6 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use super::fs_types::{OVERLAY_TYPE, busybox_fs_name, statfs_magic};
 use super::mounts::{Location, Mount, Mounts, dir_prefix, join, normalize, real_path};
 
 /// The in-memory files of a container (path → content), for paths under no
@@ -18,7 +19,22 @@ pub type Files = Arc<Mutex<HashMap<String, Vec<u8>>>>;
 
 /// Directories every container has, though no file was written in them.
 const ROOT_DIRS: &[&str] = &[
-    "/", "/tmp", "/dev", "/etc", "/proc", "/root", "/var", "/run",
+    "/",
+    "/tmp",
+    "/dev",
+    "/etc",
+    "/proc",
+    "/root",
+    "/var",
+    "/run",
+    "/bin",
+    "/sbin",
+    "/usr",
+    "/usr/bin",
+    "/usr/sbin",
+    "/home",
+    "/sys",
+    "/lib",
 ];
 
 /// Why a file operation failed, worded as the C library's `strerror` (the
@@ -103,6 +119,11 @@ pub struct Meta {
 #[derive(Debug, Clone, Default)]
 pub struct FileSystem {
     memory: Files,
+    /// In-memory directories made by `mkdir` (others exist as the parents of
+    /// files): a file is created only in a directory that exists, as on Linux.
+    dirs: Arc<Mutex<BTreeSet<String>>>,
+    /// Permissions `chmod` (or a umask) gave in-memory files and directories.
+    modes: Arc<Mutex<HashMap<String, u32>>>,
     mounts: Mounts,
     /// `readonly_rootfs`: in-memory paths refuse writes, except under `/dev`
     /// (a tmpfs in a real container).
@@ -115,6 +136,8 @@ impl FileSystem {
     pub fn new(mounts: Vec<Mount>, readonly_root: bool) -> Self {
         Self {
             memory: Files::default(),
+            dirs: Arc::default(),
+            modes: Arc::default(),
             mounts: Mounts::new(mounts),
             readonly_root,
         }
@@ -150,6 +173,64 @@ impl FileSystem {
         self.memory.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn memory_modes(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+        self.modes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets a file's permission bits (`chmod`).
+    pub fn chmod(&self, path: &str, mode: u32) -> Result<(), FsError> {
+        match self.mounts.locate(path, true)? {
+            Location::Memory(path) => {
+                self.metadata(&path, true)?;
+                self.writable_memory(&path)?;
+                self.memory_modes().insert(path, mode & 0o7777);
+                Ok(())
+            }
+            Location::Host { mount, path } => {
+                self.mounts.writable(mount)?;
+                self.mounts.confine(mount, &real_path(&path)?)?;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & 0o7777))?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The type of the file system a path is on, as busybox's `stat -f -c %T`
+    /// names it: a mount's is the host's (statfs(2) of its host path); the
+    /// container's own files are on an overlay, `/dev` on a tmpfs.
+    pub fn fs_type(&self, path: &str) -> Result<String, FsError> {
+        self.metadata(path, true)?;
+        match self.mounts.locate(path, true)? {
+            Location::Memory(path) => Ok(if path == "/dev" || path.starts_with("/dev/") {
+                "tmpfs"
+            } else if path == "/proc" || path.starts_with("/proc/") {
+                "proc"
+            } else if path == "/sys" || path.starts_with("/sys/") {
+                "sysfs"
+            } else {
+                OVERLAY_TYPE
+            }
+            .to_owned()),
+            Location::Host { mount, path } => {
+                self.mounts.confine(mount, &real_path(&path)?)?;
+                let magic = statfs_magic(&path)?;
+                Ok(busybox_fs_name(magic).to_owned())
+            }
+        }
+    }
+
+    fn memory_dirs(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        self.dirs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the directory an in-memory path would be created in exists.
+    fn parent_exists(&self, path: &str) -> bool {
+        match path.trim_end_matches('/').rsplit_once('/') {
+            Some(("", _)) | None => true,
+            Some((parent, _)) => self.memory_dir(parent),
+        }
+    }
+
     /// The content of a file.
     pub fn read(&self, path: &str) -> Result<Vec<u8>, FsError> {
         match self.mounts.locate(path, true)? {
@@ -179,8 +260,12 @@ impl FileSystem {
         match self.mounts.locate(path, true)? {
             Location::Memory(path) => {
                 self.writable_memory(&path)?;
-                if self.memory_dir(&path) && !self.memory_files().contains_key(&path) {
+                let exists = self.memory_files().contains_key(&path);
+                if self.memory_dir(&path) && !exists {
                     return Err(FsError::IsADirectory);
+                }
+                if !exists && !self.parent_exists(&path) {
+                    return Err(FsError::NotFound);
                 }
                 let mut files = self.memory_files();
                 let content = files.entry(path).or_default();
@@ -220,7 +305,14 @@ impl FileSystem {
                 let prefix = format!("{}/", path.trim_end_matches('/'));
                 let before = files.len();
                 files.retain(|name, _| *name != path && !(recursive && name.starts_with(&prefix)));
-                if files.len() != before {
+                let mut dirs = self.memory_dirs();
+                let dirs_before = dirs.len();
+                if recursive {
+                    dirs.retain(|name| *name != path && !name.starts_with(&prefix));
+                }
+                self.memory_modes()
+                    .retain(|name, _| *name != path && !name.starts_with(&prefix));
+                if files.len() != before || dirs.len() != dirs_before {
                     Ok(())
                 } else if files.keys().any(|name| name.starts_with(&prefix)) {
                     Err(FsError::IsADirectory)
@@ -271,7 +363,27 @@ impl FileSystem {
     /// directories exist implicitly.
     pub fn mkdir(&self, path: &str, parents: bool) -> Result<(), FsError> {
         match self.mounts.locate(path, true)? {
-            Location::Memory(path) => self.writable_memory(&path),
+            Location::Memory(path) => {
+                self.writable_memory(&path)?;
+                let path = path.trim_end_matches('/').to_owned();
+                if self.memory_dir(&path) || self.memory_files().contains_key(&path) {
+                    return if parents {
+                        Ok(())
+                    } else {
+                        Err(FsError::Exists)
+                    };
+                }
+                if !parents && !self.parent_exists(&path) {
+                    return Err(FsError::NotFound);
+                }
+                let mut dirs = self.memory_dirs();
+                let mut dir = path.as_str();
+                while !dir.is_empty() {
+                    dirs.insert(dir.to_owned());
+                    dir = dir.rsplit_once('/').map_or("", |(parent, _)| parent);
+                }
+                Ok(())
+            }
             Location::Host { mount, path } => {
                 self.mounts.writable(mount)?;
                 let result = if parents {
@@ -290,17 +402,20 @@ impl FileSystem {
         match self.mounts.locate(path, follow)? {
             Location::Memory(path) => {
                 let len = self.memory_files().get(&path).map(Vec::len);
+                let mode = self.memory_modes().get(&path).copied();
                 if let Some(len) = len {
                     return Ok(Meta {
                         kind: Kind::File,
-                        mode: 0o644,
+                        mode: mode.unwrap_or(0o644),
                         len: len as u64,
                     });
                 }
                 if self.memory_dir(&path) {
+                    // busybox's image: /tmp is world-writable and sticky.
+                    let default = if path == "/tmp" { 0o1777 } else { 0o755 };
                     Ok(Meta {
                         kind: Kind::Dir,
-                        mode: 0o755,
+                        mode: mode.unwrap_or(default),
                         len: 4096,
                     })
                 } else {
@@ -396,6 +511,10 @@ impl FileSystem {
     fn memory_dir(&self, path: &str) -> bool {
         let prefix = dir_prefix(path);
         ROOT_DIRS.contains(&path)
+            || self
+                .memory_dirs()
+                .iter()
+                .any(|d| d == path || d.starts_with(&prefix))
             || self.memory_files().keys().any(|k| k.starts_with(&prefix))
             || self
                 .mounts
@@ -411,6 +530,12 @@ mod tests {
     #[test]
     fn memory_files_and_dirs() {
         let fs = FileSystem::default();
+        assert!(matches!(
+            fs.write("/tmp/a/b", b"x", false),
+            Err(FsError::NotFound)
+        ));
+        fs.mkdir("/tmp/a", false).unwrap();
+        assert!(matches!(fs.mkdir("/tmp/a", false), Err(FsError::Exists)));
         fs.write("/tmp/a/b", b"x", false).unwrap();
         fs.write("/tmp/a/b", b"y", true).unwrap();
         assert_eq!(fs.read("/tmp/a/b").unwrap(), b"xy");

@@ -1,7 +1,8 @@
-//! Splits a script into words and operators.
+//! Splits a script into words and operators, and reads here-documents.
+//! Words themselves (quotes, expansions) are read by `word`.
 
 use super::ast::{Part, Word};
-use super::parse::{ParseError, parse_at};
+use super::parse::ParseError;
 
 /// A token and where it starts.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,47 +16,103 @@ pub(super) struct Token {
 pub(super) enum TokenKind {
     /// A word, and whether any part of it was quoted (quoted words are never keywords).
     Word(Word, bool),
-    /// `;` or a newline.
-    Separator,
+    /// `;`.
+    Semi,
+    /// A newline.
+    Newline,
+    /// `;;`.
+    DoubleSemi,
     And,
     Or,
-    /// `>`, `>>`, `N>`, `N>>`: the descriptor and whether it appends.
-    RedirectOut(u8, bool),
-    /// `>&M`, `N>&M`.
-    RedirectFd(u8, u8),
+    Pipe,
+    LParen,
+    RParen,
+    /// A redirection operator with its descriptor (`2>`, `<`, `>&`…).
+    Redirect(u8, RedirectOp),
+    /// A here-document: the index of its body in [`Lexed::heredocs`].
+    HereDoc(u8, usize),
+}
+
+/// A redirection operator other than `<<`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RedirectOp {
+    /// `>` or `>|`.
+    Out,
+    /// `>>`.
+    Append,
+    /// `<`.
+    In,
+    /// `>&` or `<&`.
+    Dup,
+}
+
+/// A script's tokens and the bodies of its here-documents.
+pub(super) struct Lexed {
+    pub tokens: Vec<Token>,
+    pub heredocs: Vec<Word>,
+}
+
+/// A here-document whose body is still to be read (after the current line).
+struct Pending {
+    delimiter: String,
+    /// A quoted delimiter: the body is literal.
+    quoted: bool,
+    /// `<<-`: leading tabs are stripped.
+    strip: bool,
+    index: usize,
 }
 
 /// Splits `script`, which starts at `line`:`column` of the whole script
 /// (1:1 unless it is the text of a `$(…)`), so positions are the whole script's.
-pub(super) fn tokenize(script: &str, line: usize, column: usize) -> Result<Vec<Token>, ParseError> {
-    Lexer {
-        chars: script.chars().collect(),
-        pos: 0,
-        line,
-        column,
-        tokens: Vec::new(),
-    }
-    .run()
+pub(super) fn tokenize(script: &str, line: usize, column: usize) -> Result<Lexed, ParseError> {
+    let mut lexer = Lexer::new(script, line, column);
+    lexer.run()?;
+    Ok(Lexed {
+        tokens: lexer.tokens,
+        heredocs: lexer.heredocs,
+    })
 }
 
-struct Lexer {
-    chars: Vec<char>,
-    pos: usize,
-    line: usize,
-    column: usize,
+pub(super) struct Lexer {
+    pub(super) chars: Vec<char>,
+    pub(super) pos: usize,
+    pub(super) line: usize,
+    pub(super) column: usize,
     tokens: Vec<Token>,
+    heredocs: Vec<Word>,
+    pending: Vec<Pending>,
+}
+
+/// Characters that end an unquoted word.
+pub(super) fn is_meta(c: char) -> bool {
+    matches!(
+        c,
+        ' ' | '\t' | '\r' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')'
+    )
 }
 
 impl Lexer {
-    fn peek(&self) -> Option<char> {
+    pub(super) fn new(text: &str, line: usize, column: usize) -> Self {
+        Self {
+            chars: text.chars().collect(),
+            pos: 0,
+            line,
+            column,
+            tokens: Vec::new(),
+            heredocs: Vec::new(),
+            pending: Vec::new(),
+        }
+    }
+
+    pub(super) fn peek(&self) -> Option<char> {
         self.chars.get(self.pos).copied()
     }
 
-    fn peek_at(&self, offset: usize) -> Option<char> {
+    pub(super) fn peek_at(&self, offset: usize) -> Option<char> {
         self.chars.get(self.pos + offset).copied()
     }
 
-    fn bump(&mut self) -> Option<char> {
+    pub(super) fn bump(&mut self) -> Option<char> {
         let c = self.chars.get(self.pos).copied()?;
         self.pos += 1;
         if c == '\n' {
@@ -67,7 +124,7 @@ impl Lexer {
         Some(c)
     }
 
-    fn error(&self, message: impl Into<String>) -> ParseError {
+    pub(super) fn error(&self, message: impl Into<String>) -> ParseError {
         ParseError::new(message, self.line, self.column)
     }
 
@@ -75,7 +132,7 @@ impl Lexer {
         self.tokens.push(Token { kind, line, column });
     }
 
-    fn run(mut self) -> Result<Vec<Token>, ParseError> {
+    fn run(&mut self) -> Result<(), ParseError> {
         while let Some(c) = self.peek() {
             let (line, column) = (self.line, self.column);
             match c {
@@ -91,14 +148,19 @@ impl Lexer {
                         self.bump();
                     }
                 }
-                '\n' | ';' => {
+                '\n' => {
                     self.bump();
-                    if c == ';' && self.peek() == Some(';') {
-                        return Err(self.error(
-                            "unsupported syntax ';;' (case statements are not interpreted)",
-                        ));
+                    self.push(TokenKind::Newline, line, column);
+                    self.read_heredocs()?;
+                }
+                ';' => {
+                    self.bump();
+                    if self.peek() == Some(';') {
+                        self.bump();
+                        self.push(TokenKind::DoubleSemi, line, column);
+                    } else {
+                        self.push(TokenKind::Semi, line, column);
                     }
-                    self.push(TokenKind::Separator, line, column);
                 }
                 '&' => {
                     self.bump();
@@ -119,304 +181,156 @@ impl Lexer {
                         self.bump();
                         self.push(TokenKind::Or, line, column);
                     } else {
-                        return Err(ParseError::new(
-                            "unsupported syntax '|' (pipelines are not interpreted)",
-                            line,
-                            column,
-                        ));
+                        self.push(TokenKind::Pipe, line, column);
                     }
                 }
-                '(' | ')' => {
-                    return Err(self.error(format!(
-                        "unsupported syntax '{c}' (subshells and functions are not interpreted)"
-                    )));
-                }
-                '<' => {
-                    return Err(
-                        self.error("unsupported syntax '<' (input redirection is not interpreted)")
-                    );
-                }
-                '>' => self.redirect(1, line, column)?,
-                '1' | '2' if self.peek_at(1) == Some('>') && self.at_word_start() => {
+                '(' => {
                     self.bump();
-                    self.redirect(if c == '1' { 1 } else { 2 }, line, column)?;
+                    self.push(TokenKind::LParen, line, column);
                 }
-                _ => self.word(line, column)?,
+                ')' => {
+                    self.bump();
+                    self.push(TokenKind::RParen, line, column);
+                }
+                '<' | '>' => self.redirect(None, line, column)?,
+                '0'..='9' if self.at_word_start() && self.fd_redirect() => {
+                    let fd = c.to_digit(10).unwrap_or(0);
+                    if fd > 2 {
+                        return Err(self.error(format!(
+                            "unsupported redirection of descriptor {fd} (only 0, 1 and 2 are interpreted)"
+                        )));
+                    }
+                    self.bump();
+                    self.redirect(Some(fd as u8), line, column)?;
+                }
+                _ => {
+                    let (word, quoted) = self.word()?;
+                    self.push(TokenKind::Word(word, quoted), line, column);
+                }
             }
         }
-        Ok(self.tokens)
+        if let Some(pending) = self.pending.first() {
+            // busybox reads a missing delimiter as the end of the script.
+            let _ = pending;
+            self.read_heredocs()?;
+        }
+        Ok(())
+    }
+
+    /// Whether the cursor is at `N>` or `N<` (one digit before the operator).
+    fn fd_redirect(&self) -> bool {
+        matches!(self.peek_at(1), Some('<' | '>'))
     }
 
     /// Whether the character before the cursor ends a token (so `2>` is a
     /// redirection and `a2>` is the word `a2` followed by `>`).
     fn at_word_start(&self) -> bool {
-        self.pos == 0
-            || matches!(
-                self.chars[self.pos - 1],
-                ' ' | '\t' | '\n' | ';' | '&' | '|' | '\r'
-            )
+        self.pos == 0 || is_meta(self.chars[self.pos - 1])
     }
 
-    fn redirect(&mut self, fd: u8, line: usize, column: usize) -> Result<(), ParseError> {
-        self.bump(); // '>'
-        match self.peek() {
-            Some('>') => {
+    fn redirect(&mut self, fd: Option<u8>, line: usize, column: usize) -> Result<(), ParseError> {
+        let Some(first) = self.bump() else {
+            return Ok(());
+        };
+        let (default_fd, op) = match (first, self.peek()) {
+            ('>', Some('>')) => {
                 self.bump();
-                self.push(TokenKind::RedirectOut(fd, true), line, column);
+                (1, RedirectOp::Append)
             }
-            Some('&') => {
+            ('>', Some('&')) => {
                 self.bump();
-                match self.bump() {
-                    Some(target @ ('1' | '2')) => {
-                        let target = if target == '1' { 1 } else { 2 };
-                        self.push(TokenKind::RedirectFd(fd, target), line, column);
-                    }
-                    _ => return Err(self.error("expected 1 or 2 after '>&'")),
+                (1, RedirectOp::Dup)
+            }
+            ('>', Some('|')) => {
+                self.bump();
+                (1, RedirectOp::Out)
+            }
+            ('>', _) => (1, RedirectOp::Out),
+            ('<', Some('<')) => {
+                self.bump();
+                let strip = self.peek() == Some('-');
+                if strip {
+                    self.bump();
                 }
+                return self.heredoc(fd.unwrap_or(0), strip, line, column);
             }
-            _ => self.push(TokenKind::RedirectOut(fd, false), line, column),
-        }
+            ('<', Some('&')) => {
+                self.bump();
+                (0, RedirectOp::Dup)
+            }
+            ('<', Some('>')) => {
+                return Err(self.error("unsupported syntax '<>' (read-write redirection)"));
+            }
+            _ => (0, RedirectOp::In),
+        };
+        self.push(
+            TokenKind::Redirect(fd.unwrap_or(default_fd), op),
+            line,
+            column,
+        );
         Ok(())
     }
 
-    fn word(&mut self, line: usize, column: usize) -> Result<(), ParseError> {
-        let mut parts = Vec::new();
-        let mut text = String::new();
-        let mut quoted = false;
-        while let Some(c) = self.peek() {
-            match c {
-                ' ' | '\t' | '\r' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')' => break,
-                '\'' => {
-                    quoted = true;
-                    self.bump();
-                    loop {
-                        match self.bump() {
-                            Some('\'') => break,
-                            Some(c) => text.push(c),
-                            None => {
-                                return Err(ParseError::new(
-                                    "unterminated single quote",
-                                    line,
-                                    column,
-                                ));
-                            }
-                        }
+    /// `<<DELIMITER`: the body is read after the end of the line.
+    fn heredoc(
+        &mut self,
+        fd: u8,
+        strip: bool,
+        line: usize,
+        column: usize,
+    ) -> Result<(), ParseError> {
+        while matches!(self.peek(), Some(' ' | '\t')) {
+            self.bump();
+        }
+        if self.peek().is_none_or(is_meta) {
+            return Err(self.error("expected a delimiter after '<<'"));
+        }
+        let (word, quoted) = self.word()?;
+        let delimiter = word
+            .literal()
+            .ok_or_else(|| self.error("unsupported here-document delimiter with an expansion"))?;
+        let index = self.heredocs.len();
+        self.heredocs.push(Word::default());
+        self.pending.push(Pending {
+            delimiter,
+            quoted,
+            strip,
+            index,
+        });
+        self.push(TokenKind::HereDoc(fd, index), line, column);
+        Ok(())
+    }
+
+    /// Reads the bodies of the here-documents of the line just ended.
+    fn read_heredocs(&mut self) -> Result<(), ParseError> {
+        for pending in std::mem::take(&mut self.pending) {
+            let (body_line, body_column) = (self.line, self.column);
+            let mut body = String::new();
+            while self.peek().is_some() {
+                let mut text = String::new();
+                while let Some(c) = self.bump() {
+                    if c == '\n' {
+                        break;
                     }
-                }
-                '"' => {
-                    quoted = true;
-                    self.bump();
-                    loop {
-                        match self.peek() {
-                            Some('"') => {
-                                self.bump();
-                                break;
-                            }
-                            Some('\\') => {
-                                self.bump();
-                                match self.bump() {
-                                    Some(c @ ('"' | '\\' | '$' | '`')) => text.push(c),
-                                    Some('\n') => {}
-                                    Some(c) => {
-                                        text.push('\\');
-                                        text.push(c);
-                                    }
-                                    None => break,
-                                }
-                            }
-                            Some('$') => self.dollar(&mut parts, &mut text)?,
-                            Some('`') => return Err(self.backtick()),
-                            Some(c) => {
-                                self.bump();
-                                text.push(c);
-                            }
-                            None => {
-                                return Err(ParseError::new(
-                                    "unterminated double quote",
-                                    line,
-                                    column,
-                                ));
-                            }
-                        }
-                    }
-                }
-                '\\' => {
-                    self.bump();
-                    match self.bump() {
-                        Some('\n') | None => {}
-                        Some(c) => text.push(c),
-                    }
-                }
-                '$' => self.dollar(&mut parts, &mut text)?,
-                '`' => return Err(self.backtick()),
-                _ => {
-                    self.bump();
                     text.push(c);
                 }
-            }
-        }
-        if !text.is_empty() || parts.is_empty() {
-            parts.push(Part::Literal(text));
-        }
-        self.push(TokenKind::Word(Word(parts), quoted), line, column);
-        Ok(())
-    }
-
-    fn backtick(&self) -> ParseError {
-        self.error(
-            "unsupported syntax '`' (backquoted command substitution is not interpreted: write $(…))",
-        )
-    }
-
-    /// Reads a command substitution after its `$(`: the text up to the
-    /// matching `)`, parsed as a script with the whole script's positions.
-    fn substitution(&mut self, line: usize, column: usize) -> Result<Part, ParseError> {
-        let (inner_line, inner_column) = (self.line, self.column);
-        let start = self.pos;
-        if !self.skip_substitution() {
-            return Err(ParseError::new(
-                "unterminated '$(' (no matching ')')",
-                line,
-                column,
-            ));
-        }
-        // The cursor is past the closing `)`.
-        let inner: String = self.chars[start..self.pos - 1].iter().collect();
-        Ok(Part::Command(parse_at(&inner, inner_line, inner_column)?))
-    }
-
-    /// Moves past the `)` that closes a `$(` already read, respecting
-    /// quotes, escapes, comments and nested parentheses; false at the end of
-    /// the script. Only finds the end: the text is lexed again as a script.
-    fn skip_substitution(&mut self) -> bool {
-        let mut depth = 1usize;
-        let mut word_start = true;
-        while let Some(c) = self.bump() {
-            match c {
-                '\\' => {
-                    self.bump();
+                let text = if pending.strip {
+                    text.trim_start_matches('\t').to_owned()
+                } else {
+                    text
+                };
+                if text == pending.delimiter {
+                    break;
                 }
-                '\'' => loop {
-                    match self.bump() {
-                        Some('\'') => break,
-                        Some(_) => {}
-                        None => return false,
-                    }
-                },
-                // The guard moves past the string; a closed one needs nothing more.
-                '"' if !self.skip_double_quoted() => return false,
-                '#' if word_start => {
-                    while self.peek().is_some_and(|c| c != '\n') {
-                        self.bump();
-                    }
-                }
-                '(' => depth += 1,
-                ')' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return true;
-                    }
-                }
-                _ => {}
+                body.push_str(&text);
+                body.push('\n');
             }
-            word_start = matches!(c, ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')');
-        }
-        false
-    }
-
-    /// Moves past the `"` closing a double-quoted string already opened,
-    /// and past any `$(…)` inside it; false at the end of the script.
-    fn skip_double_quoted(&mut self) -> bool {
-        while let Some(c) = self.bump() {
-            match c {
-                '"' => return true,
-                '\\' => {
-                    self.bump();
-                }
-                '$' if self.peek() == Some('(') => {
-                    self.bump();
-                    if !self.skip_substitution() {
-                        return false;
-                    }
-                }
-                _ => {}
-            }
-        }
-        false
-    }
-
-    /// Reads `$NAME`, `${NAME}`, `$1`, `$?` at the cursor.
-    fn dollar(&mut self, parts: &mut Vec<Part>, text: &mut String) -> Result<(), ParseError> {
-        let (line, column) = (self.line, self.column);
-        self.bump(); // '$'
-        let flush = |parts: &mut Vec<Part>, text: &mut String, part| {
-            if !text.is_empty() {
-                parts.push(Part::Literal(std::mem::take(text)));
-            }
-            parts.push(part);
-        };
-        match self.peek() {
-            Some('?') => {
-                self.bump();
-                flush(parts, text, Part::Status);
-            }
-            Some(c) if c.is_ascii_digit() => {
-                self.bump();
-                flush(parts, text, Part::Var(c.to_string()));
-            }
-            Some('{') => {
-                self.bump();
-                let mut name = String::new();
-                loop {
-                    match self.bump() {
-                        Some('}') => break,
-                        Some(c) if c == '_' || c.is_ascii_alphanumeric() => name.push(c),
-                        _ => {
-                            return Err(ParseError::new(
-                                "unsupported parameter expansion: only ${NAME} is interpreted",
-                                line,
-                                column,
-                            ));
-                        }
-                    }
-                }
-                if name.is_empty() {
-                    return Err(ParseError::new("empty parameter name in ${}", line, column));
-                }
-                flush(parts, text, Part::Var(name));
-            }
-            Some('(') if self.peek_at(1) == Some('(') => {
-                return Err(ParseError::new(
-                    "unsupported syntax '$((' (arithmetic expansion is not interpreted)",
-                    line,
-                    column,
-                ));
-            }
-            Some('(') => {
-                self.bump();
-                let part = self.substitution(line, column)?;
-                flush(parts, text, part);
-            }
-            Some(c) if c == '_' || c.is_ascii_alphabetic() => {
-                let mut name = String::new();
-                while let Some(c) = self
-                    .peek()
-                    .filter(|c| *c == '_' || c.is_ascii_alphanumeric())
-                {
-                    self.bump();
-                    name.push(c);
-                }
-                flush(parts, text, Part::Var(name));
-            }
-            Some(c @ ('$' | '!' | '#' | '@' | '*' | '-')) => {
-                return Err(ParseError::new(
-                    format!("unsupported special parameter '${c}'"),
-                    line,
-                    column,
-                ));
-            }
-            // A lone `$` is literal, as in sh.
-            _ => text.push('$'),
+            self.heredocs[pending.index] = if pending.quoted {
+                Word(vec![Part::Quoted(body)])
+            } else {
+                let mut inner = Lexer::new(&body, body_line, body_column);
+                inner.heredoc_body()?
+            };
         }
         Ok(())
     }

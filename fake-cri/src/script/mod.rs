@@ -7,24 +7,38 @@
 
 mod applets;
 mod archive;
+mod arith;
 mod ast;
 mod builtins;
+mod compound;
 mod curl;
 mod env;
+mod expand;
+mod expr;
 mod file_commands;
 mod files;
 mod forms;
+mod fs_types;
 mod input;
 mod lex;
 mod mounts;
 mod parse;
+mod pattern;
+mod printf;
 mod process_info;
+mod redirect;
 mod shell;
+mod shell_builtins;
 mod signals;
 mod subst;
 mod tail;
+mod text_applets;
+mod word;
 
-pub use ast::{AndOr, Command, Connector, List, Part, Redirect, RedirectTarget, Simple, Word};
+pub use ast::{
+    AndOr, Command, Connector, List, Param, ParamOp, Part, Pipeline, Redirect, RedirectTarget,
+    Simple, Word,
+};
 pub use env::{DEFAULT_PATH, Env};
 pub use files::{FileSystem, Files, FsError, Kind, Meta};
 pub use input::Input;
@@ -63,9 +77,14 @@ impl Program {
         let name = basename(first);
         if SHELLS.contains(&name) && argv.get(1).map(String::as_str) == Some("-c") {
             let script = argv.get(2).map(String::as_str).unwrap_or_default();
+            // `$0` is the first argument after the script, else the shell as named.
+            let mut args: Vec<String> = argv.iter().skip(3).cloned().collect();
+            if args.is_empty() {
+                args.push(first.clone());
+            }
             return Ok(Self::Script {
                 list: parse(script)?,
-                args: argv.iter().skip(3).cloned().collect(),
+                args,
             });
         }
         // Any other builtin (a shell without `-c` among them: it reads its
@@ -79,15 +98,19 @@ impl Program {
                 .enumerate()
                 .map(|(i, arg)| {
                     let arg = if i == 0 { name.to_owned() } else { arg.clone() };
-                    Word(vec![Part::Literal(arg)])
+                    Word(vec![Part::Quoted(arg)])
                 })
                 .collect();
             return Ok(Self::Script {
                 list: List(vec![AndOr {
-                    first: Command::Simple(Simple {
-                        words,
-                        redirects: Vec::new(),
-                    }),
+                    first: Pipeline {
+                        negated: false,
+                        commands: vec![Command::Simple(Simple {
+                            words,
+                            redirects: Vec::new(),
+                            line: 1,
+                        })],
+                    },
                     rest: Vec::new(),
                 }]),
                 args: Vec::new(),

@@ -20,7 +20,12 @@ impl Shell<'_> {
         }
         let result = if env.command.is_empty() {
             let mut out = String::new();
-            for (name, value) in self.context.env.iter() {
+            let vars: Vec<(&str, &str)> = if self.ash {
+                super::env::ash_order(&self.context.env)
+            } else {
+                self.context.env.iter().collect()
+            };
+            for (name, value) in vars {
                 out.push_str(&format!("{name}={value}\n"));
             }
             self.emit(Stream::Stdout, &out);
@@ -101,16 +106,14 @@ impl Shell<'_> {
     }
 
     /// `export NAME[=VALUE]…`: the variables join the environment.
-    pub(super) fn export(&mut self, args: &[String]) -> i32 {
-        let mut status = 0;
+    pub(super) fn export(&mut self, args: &[String]) -> Result<i32, Stop> {
         for arg in args {
             let (name, value) = match forms::assignment(arg) {
                 Some((name, value)) => (name, Some(value.to_owned())),
                 None => (arg.as_str(), None),
             };
             if !is_name(name) {
-                status = self.fail_export(name);
-                continue;
+                return Err(self.special_error("export", &format!("{name}: bad variable name")));
             }
             let value = value
                 .or_else(|| self.vars.remove(name))
@@ -120,24 +123,23 @@ impl Shell<'_> {
                 self.context.env.set(name, &value);
             }
         }
-        status
-    }
-
-    fn fail_export(&mut self, name: &str) -> i32 {
-        self.emit(
-            Stream::Stderr,
-            &format!("sh: export: bad variable name '{name}'\n"),
-        );
-        1
+        Ok(0)
     }
 
     /// `unset NAME…`.
-    pub(super) fn unset(&mut self, args: &[String]) -> i32 {
+    pub(super) fn unset(&mut self, args: &[String]) -> Result<i32, Stop> {
         for name in args {
+            if name == "-v" || name == "-f" {
+                continue;
+            }
+            if !is_name(name) {
+                return Err(self.special_error("unset", &format!("{name}: bad variable name")));
+            }
             self.vars.remove(name);
             self.context.env.remove(name);
+            self.functions.remove(name);
         }
-        0
+        Ok(0)
     }
 
     /// `NAME=VALUE` as a command: an exported variable stays exported,

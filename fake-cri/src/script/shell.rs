@@ -1,21 +1,24 @@
-//! The shell: runs a parsed script's control flow (lists, `&&`/`||`, loops,
-//! conditionals), expands words and routes output, for a container's main
-//! process or an exec. Builtins are in `builtins`, signals and traps in `signals`.
+//! The shell: runs a parsed script's lists, `&&`/`||`, pipelines and simple
+//! commands, and routes output, for a container's main process or an exec.
+//! Compound commands are in `compound`, expansions in `expand`, redirections
+//! in `redirect`, builtins in `builtins`, signals and traps in `signals`.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::Program;
-use super::ast::{AndOr, Command, Connector, List, Part, RedirectTarget, Simple, Word};
+use super::ast::{AndOr, Command, Connector, List, Part, Pipeline, Simple, Word};
 use super::env::Env;
 use super::files::FileSystem;
 use super::forms::assignment;
 use super::input::Input;
+use super::redirect::SharedInput;
 use super::signals::{Outcome, Signal, Stop, Trap};
 
 /// What a container's processes see: their files, environment, host name
@@ -64,22 +67,46 @@ pub(super) enum Route {
     Stream(Stream),
     Null,
     File(String),
+    /// Closed (`>&-`): a write fails.
+    Closed,
 }
 
 /// Loops that do not sleep still take this long per iteration, so a
 /// `while true; do :; done` costs a little time instead of a whole core.
 const MIN_ITERATION: Duration = Duration::from_millis(1);
 
+/// A container process's umask (runc's default).
+pub(super) const DEFAULT_UMASK: u32 = 0o022;
+
 /// An interpreter for one process.
 pub struct Shell<'a> {
     pub(super) context: Context,
     /// Variables set by the script and not exported (not in `env`).
     pub(super) vars: HashMap<String, String>,
+    /// `$0`, `$1`, …
     pub(super) args: Vec<String>,
+    /// The functions defined so far.
+    pub(super) functions: HashMap<String, Arc<Command>>,
+    /// Per function call being run: the variables `local` saved (name, old value).
+    pub(super) locals: Vec<Vec<(String, Option<String>)>>,
+    /// `set -e`.
+    pub(super) errexit: bool,
+    /// `set -u`.
+    pub(super) nounset: bool,
+    /// How many conditions (`if`, `while`, `&&`, `!`…) are being run: `set -e`
+    /// does not apply inside them.
+    pub(super) conditions: u32,
+    /// How many loops are being run (`break` and `continue` need one).
+    pub(super) loops: u32,
+    /// The line of the command being run, for busybox's messages.
+    pub(super) line: usize,
     pub(super) output: &'a mut dyn Output,
     pub(super) signals: Option<&'a mut mpsc::UnboundedReceiver<Signal>>,
     /// Standard input, if the process has one.
     pub(super) stdin: Option<&'a mut Input>,
+    /// Standard input redirected (`<`, a here-document, a pipe): read
+    /// instead of `stdin` while set.
+    pub(super) input: Option<SharedInput>,
     pub(super) pid1: bool,
     pub(super) term: Trap,
     pub(super) on_exit: Option<List>,
@@ -89,6 +116,13 @@ pub struct Shell<'a> {
     /// The status of the last command substitution of the command being
     /// expanded: the status of a command made only of assignments.
     pub(super) substitution_status: Option<i32>,
+    /// A builtin wrote to a closed descriptor: it fails.
+    pub(super) write_failed: bool,
+    /// The process is a shell (`sh -c`): the commands it runs get the
+    /// environment as ash passes it (its order, `SHLVL`, `PWD`).
+    pub(super) ash: bool,
+    /// The file mode creation mask (`umask`).
+    pub(super) umask: u32,
 }
 
 impl<'a> Shell<'a> {
@@ -126,10 +160,18 @@ impl<'a> Shell<'a> {
         Self {
             context,
             vars: HashMap::new(),
-            args: Vec::new(),
+            args: vec!["sh".to_owned()],
+            functions: HashMap::new(),
+            locals: Vec::new(),
+            errexit: false,
+            nounset: false,
+            conditions: 0,
+            loops: 0,
+            line: 1,
             output,
             signals,
             stdin: None,
+            input: None,
             pid1,
             term: Trap::Default,
             on_exit: None,
@@ -137,6 +179,9 @@ impl<'a> Shell<'a> {
             status: 0,
             routes: [Route::Stream(Stream::Stdout), Route::Stream(Stream::Stderr)],
             substitution_status: None,
+            write_failed: false,
+            ash: false,
+            umask: DEFAULT_UMASK,
         }
     }
 
@@ -144,34 +189,56 @@ impl<'a> Shell<'a> {
     pub async fn run(mut self, program: &Program) -> Outcome {
         match program {
             Program::Server => match self.serve().await {
-                Ok(code) | Err(Stop::Exit(code)) => Outcome::exited(code),
+                Ok(code) => Outcome::exited(code),
                 Err(Stop::Signal(outcome)) => outcome,
+                Err(stop) => Outcome::exited(stop.code()),
             },
             Program::Script { list, args } => {
-                self.args = args.clone();
+                // A script (`sh -c`) has its `$0`; a builtin run directly has none.
+                if !args.is_empty() {
+                    self.args = args.clone();
+                    self.enter_shell();
+                }
                 let result = self.list(list).await;
                 let result = self.run_exit_trap(result).await;
                 match result {
-                    Ok(code) | Err(Stop::Exit(code)) => Outcome::exited(code),
+                    Ok(code) => Outcome::exited(code),
                     Err(Stop::Signal(outcome)) => outcome,
+                    Err(stop) => Outcome::exited(stop.code()),
                 }
             }
         }
+    }
+
+    /// What ash does to the environment when it starts: `SHLVL` one more,
+    /// `PWD` the working directory (always `/` here).
+    pub(super) fn enter_shell(&mut self) {
+        let level = self
+            .context
+            .env
+            .get("SHLVL")
+            .and_then(|l| l.parse::<i64>().ok())
+            .unwrap_or(0);
+        self.context.env.set("SHLVL", &(level + 1).to_string());
+        if self.context.env.get("PWD").is_none() {
+            self.context.env.set("PWD", "/");
+        }
+        self.ash = true;
     }
 
     pub(super) async fn run_exit_trap(&mut self, result: Result<i32, Stop>) -> Result<i32, Stop> {
         let Some(handler) = self.on_exit.take() else {
             return result;
         };
-        if let Err(Stop::Signal(outcome)) = result {
+        if let Err(Stop::Signal(outcome)) = &result {
             // SIGKILL gives no chance to run anything.
             if outcome.exit_code == 137 {
                 return result;
             }
         }
         let code = match &result {
-            Ok(code) | Err(Stop::Exit(code)) => *code,
-            Err(Stop::Signal(outcome)) => outcome.exit_code,
+            Ok(code) => *code,
+            Err(stop) => stop.code(),
         };
         self.status = code;
         match self.list(&handler).await {
@@ -190,16 +257,50 @@ impl<'a> Shell<'a> {
         })
     }
 
+    /// Runs a list as a condition (`if`, `while`): `set -e` does not apply.
+    pub(super) async fn condition(&mut self, list: &List) -> Result<i32, Stop> {
+        self.conditions += 1;
+        let result = self.list(list).await;
+        self.conditions -= 1;
+        result
+    }
+
     async fn and_or(&mut self, and_or: &AndOr) -> Result<i32, Stop> {
-        let mut status = self.command(&and_or.first).await?;
-        for (connector, command) in &and_or.rest {
+        let last = and_or.rest.len();
+        let mut status = self.pipeline(&and_or.first, last == 0).await?;
+        for (index, (connector, pipeline)) in and_or.rest.iter().enumerate() {
             let run = match connector {
                 Connector::And => status == 0,
                 Connector::Or => status != 0,
             };
             if run {
-                status = self.command(command).await?;
+                status = self.pipeline(pipeline, index + 1 == last).await?;
             }
+        }
+        Ok(status)
+    }
+
+    /// Runs a pipeline; `last` says whether it ends its `&&`/`||` list (only
+    /// then does a failure end the shell under `set -e`).
+    async fn pipeline(&mut self, pipeline: &Pipeline, last: bool) -> Result<i32, Stop> {
+        let checked = last && !pipeline.negated;
+        if !checked {
+            self.conditions += 1;
+        }
+        let result = match pipeline.commands.as_slice() {
+            [command] => self.command(command).await,
+            commands => self.pipe(commands).await,
+        };
+        if !checked {
+            self.conditions -= 1;
+        }
+        let mut status = result?;
+        if pipeline.negated {
+            status = i32::from(status == 0);
+        }
+        self.status = status;
+        if checked && status != 0 && self.errexit && self.conditions == 0 {
+            return Err(Stop::Exit(status));
         }
         Ok(status)
     }
@@ -208,51 +309,7 @@ impl<'a> Shell<'a> {
         Box::pin(async move {
             let status = match command {
                 Command::Simple(simple) => self.simple(simple).await?,
-                Command::Group(list) => self.list(list).await?,
-                Command::If {
-                    branches,
-                    otherwise,
-                } => {
-                    let mut taken = None;
-                    for (condition, body) in branches {
-                        if self.list(condition).await? == 0 {
-                            taken = Some(body);
-                            break;
-                        }
-                    }
-                    match taken.or(otherwise.as_ref()) {
-                        Some(body) => self.list(body).await?,
-                        None => 0,
-                    }
-                }
-                Command::While {
-                    until,
-                    condition,
-                    body,
-                } => {
-                    let mut status = 0;
-                    loop {
-                        let started = Instant::now();
-                        let holds = self.list(condition).await? == 0;
-                        if holds == *until {
-                            break;
-                        }
-                        status = self.list(body).await?;
-                        self.pace(started).await?;
-                    }
-                    status
-                }
-                Command::For { name, values, body } => {
-                    let mut status = 0;
-                    for value in values {
-                        let started = Instant::now();
-                        let value = self.expand(value).await?;
-                        self.assign(name, value);
-                        status = self.list(body).await?;
-                        self.pace(started).await?;
-                    }
-                    status
-                }
+                other => self.compound(other).await?,
             };
             self.status = status;
             Ok(status)
@@ -268,30 +325,8 @@ impl<'a> Shell<'a> {
         Ok(())
     }
 
-    /// Expands a word: variables, `$?` and command substitutions (which may
-    /// run for a while, and end with a signal).
-    pub(super) async fn expand(&mut self, word: &Word) -> Result<String, Stop> {
-        let mut out = String::new();
-        for part in &word.0 {
-            match part {
-                Part::Literal(text) => out.push_str(text),
-                Part::Status => out.push_str(&self.status.to_string()),
-                Part::Var(name) => {
-                    if let Some(value) = self.lookup(name) {
-                        out.push_str(value);
-                    }
-                }
-                Part::Command(list) => {
-                    let text = self.substitute(list).await?;
-                    out.push_str(&text);
-                }
-            }
-        }
-        Ok(out)
-    }
-
     /// A positional parameter, a script variable or an environment variable.
-    fn lookup(&self, name: &str) -> Option<&str> {
+    pub(super) fn lookup(&self, name: &str) -> Option<&str> {
         match name.parse::<usize>() {
             Ok(index) => self.args.get(index).map(String::as_str),
             Err(_) => self
@@ -302,7 +337,7 @@ impl<'a> Shell<'a> {
         }
     }
 
-    fn route(&self, path: &str) -> Route {
+    pub(super) fn route(&self, path: &str) -> Route {
         match path {
             "/dev/null" => Route::Null,
             "/dev/stdout" => Route::Stream(Stream::Stdout),
@@ -330,6 +365,12 @@ impl<'a> Shell<'a> {
                 // descriptor would.
                 let _ = self.context.files.write(path, data, true);
             }
+            Route::Closed => {
+                self.write_failed = true;
+                if stream == Stream::Stdout {
+                    self.emit(Stream::Stderr, "sh: write error: Bad file descriptor\n");
+                }
+            }
         }
     }
 
@@ -338,44 +379,29 @@ impl<'a> Shell<'a> {
     /// are done, then the assignments or the command.
     async fn simple(&mut self, simple: &Simple) -> Result<i32, Stop> {
         self.substitution_status = None;
+        self.line = simple.line;
         let (assignments, argv) = self.expand_simple(simple).await?;
-        let saved = self.routes.clone();
-        let result = match self.redirect(simple).await? {
+        let saved = self.save_redirections();
+        // `exec` without a command: its redirections stay for the rest of the shell.
+        let permanent = argv.len() == 1 && argv[0] == "exec";
+        let result = match self.redirect(&simple.redirects).await? {
             Ok(()) => self.run_simple(assignments, argv).await,
             Err(message) => {
-                self.routes = saved.clone();
+                self.restore_redirections(saved.clone());
                 self.emit(Stream::Stderr, &format!("{message}\n"));
                 Ok(1)
             }
         };
-        self.routes = saved;
-        let status = result?;
+        if !permanent {
+            self.restore_redirections(saved);
+        }
+        let mut status = result?;
+        if std::mem::take(&mut self.write_failed) && status == 0 {
+            status = 1;
+        }
         self.status = status;
         self.run_pending_trap().await?;
         Ok(status)
-    }
-
-    /// Points the descriptors where the command's redirections say; a file
-    /// is created (or truncated by `>`) now, as `sh` opens it. The inner
-    /// `Err` is a redirection that failed, the outer one a signal.
-    async fn redirect(&mut self, simple: &Simple) -> Result<Result<(), String>, Stop> {
-        for redirect in &simple.redirects {
-            let index = usize::from(redirect.fd == 2);
-            self.routes[index] = match &redirect.target {
-                RedirectTarget::Fd(fd) => self.routes[usize::from(*fd == 2)].clone(),
-                RedirectTarget::File { path, append } => {
-                    let path = self.expand(path).await?;
-                    let route = self.route(&path);
-                    if let Route::File(path) = &route
-                        && let Err(error) = self.context.files.write(path, &[], *append)
-                    {
-                        return Ok(Err(format!("sh: can't create {path}: {error}")));
-                    }
-                    route
-                }
-            };
-        }
-        Ok(Ok(()))
     }
 
     /// Expands a simple command's words: its leading `NAME=VALUE`
@@ -398,7 +424,7 @@ impl<'a> Shell<'a> {
         }
         let mut argv = Vec::new();
         for word in words {
-            argv.push(self.expand(word).await?);
+            argv.extend(self.expand_fields(word).await?);
         }
         Ok((assignments, argv))
     }
@@ -418,15 +444,41 @@ impl<'a> Shell<'a> {
             return Ok(self.substitution_status.take().unwrap_or(0));
         }
         if assignments.is_empty() {
-            return self.builtin(&argv).await;
+            return self.call(&argv).await;
         }
         let saved = self.context.env.clone();
         for (name, value) in &assignments {
             self.context.env.set(name, value);
         }
-        let result = self.builtin(&argv).await;
+        let result = self.call(&argv).await;
         self.context.env = saved;
         result
+    }
+
+    /// Runs a function, or else a builtin.
+    async fn call(&mut self, argv: &[String]) -> Result<i32, Stop> {
+        let Some(body) = self.functions.get(&argv[0]).cloned() else {
+            return self.builtin(argv).await;
+        };
+        let mut args = vec![self.args[0].clone()];
+        args.extend(argv[1..].iter().cloned());
+        let saved_args = std::mem::replace(&mut self.args, args);
+        self.locals.push(Vec::new());
+        let result = self.command(&body).await;
+        for (name, value) in self.locals.pop().unwrap_or_default().into_iter().rev() {
+            match value {
+                Some(value) => self.assign(&name, value),
+                None => {
+                    self.vars.remove(&name);
+                    self.context.env.remove(&name);
+                }
+            }
+        }
+        self.args = saved_args;
+        match result {
+            Err(Stop::Return(code)) => Ok(code),
+            other => other,
+        }
     }
 }
 

@@ -53,6 +53,24 @@ pub(super) enum Stop {
     Exit(i32),
     /// A signal ended the process.
     Signal(Outcome),
+    /// `return N` from a function.
+    Return(i32),
+    /// `break N`: leaves N enclosing loops.
+    Break(u32),
+    /// `continue N`: the next iteration of the Nth enclosing loop.
+    Continue(u32),
+}
+
+impl Stop {
+    /// The exit status of a (sub)shell that stopped this way: `return`,
+    /// `break` and `continue` outside what they leave end it as `exit` would.
+    pub(super) fn code(&self) -> i32 {
+        match self {
+            Self::Exit(code) | Self::Return(code) => *code,
+            Self::Signal(outcome) => outcome.exit_code,
+            Self::Break(_) | Self::Continue(_) => 0,
+        }
+    }
 }
 
 /// What a signal does to a shell.

@@ -23,7 +23,7 @@ pub(super) struct Tail {
     pub lines: usize,
     /// `-f` / `-F`: keep reading what is appended.
     pub follow: bool,
-    /// The files (at least one: `tail` of standard input is not interpreted).
+    /// The files (none: standard input, without `-f`).
     pub files: Vec<String>,
 }
 
@@ -46,17 +46,21 @@ impl Tail {
                     tail.lines = line_count(count)?;
                 }
                 option if option.starts_with("-n") => tail.lines = line_count(&option[2..])?,
+                // `tail -5` is `tail -n 5`.
+                option if option.len() > 1 && option[1..].chars().all(|c| c.is_ascii_digit()) => {
+                    tail.lines = line_count(&option[1..])?;
+                }
                 option if option.starts_with('-') && option.len() > 1 => {
                     return Err(Refused::new(format!(
-                        "tail: option {option} is not interpreted (only -n N, -f and -F)"
+                        "tail: option {option} is not interpreted (only -n N, -N, -f and -F)"
                     )));
                 }
                 file => tail.files.push(file.to_owned()),
             }
         }
-        if tail.files.is_empty() || tail.files.iter().any(|f| f == "-") {
+        if (tail.follow && tail.files.is_empty()) || tail.files.iter().any(|f| f == "-") {
             return Err(Refused::new(
-                "tail: standard input is not interpreted (name a file)",
+                "tail: following standard input, and '-', are not interpreted (name a file)",
             ));
         }
         Ok(tail)
@@ -93,6 +97,11 @@ impl Shell<'_> {
             Ok(tail) => tail,
             Err(refused) => return Ok(self.usage(&refused.0)),
         };
+        if tail.files.is_empty() {
+            let content = self.read_all().await;
+            self.emit_bytes(Stream::Stdout, last_lines(&content, tail.lines));
+            return Ok(0);
+        }
         let mut status = 0;
         // What was read of each file that could be opened.
         let mut read: Vec<(String, usize)> = Vec::new();

@@ -159,27 +159,30 @@ async fn malformed_scripts_are_create_errors_naming_problem_and_position() {
     let sandbox = env.sandbox("pod").await;
     let cases = [
         (
-            "echo a | grep a",
-            &["'|'", "pipelines", "line 1, column 8"][..],
+            "echo a | sleep 1 &",
+            &["'&'", "background", "line 1, column 18"][..],
         ),
-        ("echo $((1 + 2))", &["arithmetic", "line 1, column 6"]),
-        ("echo `date`", &["command substitution"]),
         (
-            "echo ok\necho \"$(echo a | cat)\"",
-            &["pipelines", "line 2, column 16"],
+            "echo $((1 + 2)",
+            &["unterminated '$(('", "line 1, column 6"],
+        ),
+        ("echo `date", &["no closing backquote"]),
+        (
+            "echo ok\necho \"$(echo a & cat)\"",
+            &["background", "line 2, column 16"],
         ),
         ("echo $(oops", &["unterminated '$('", "line 1, column 6"]),
         (
             "echo 'open",
-            &["unterminated single quote", "line 1, column 6"],
+            &["unterminated quoted string", "line 1, column 6"],
         ),
-        ("echo \"open", &["unterminated double quote"]),
+        ("echo \"open", &["unterminated quoted string"]),
         ("sleep 1 &", &["'&'", "background", "line 1, column 9"]),
         ("while true; do sleep 1", &["expected 'done'"]),
         ("if true; then echo", &["expected 'fi'"]),
-        ("case x in esac", &["case"]),
-        ("echo a\n(echo b)", &["subshell", "line 2, column 1"]),
-        ("cat < /etc/hosts", &["input redirection"]),
+        ("case x in a) echo", &["expected 'esac'"]),
+        ("echo a\n)", &["unexpected ')'", "line 2, column 1"]),
+        ("cat 3< /etc/hosts", &["descriptor 3"]),
         ("&& true", &["unexpected"]),
         ("echo >", &["file name"]),
     ];

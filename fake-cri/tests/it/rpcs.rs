@@ -459,7 +459,7 @@ async fn exec_sync_shares_the_containers_files() {
     assert_eq!(probe.exit_code, 0);
     // A syntax error is sh's exit 2, not an RPC error.
     let syntax = env
-        .exec(&id, &["sh", "-c", "echo a | grep a"], 5)
+        .exec(&id, &["sh", "-c", "echo a; sleep 1 &"], 5)
         .await
         .unwrap();
     assert_eq!(syntax.exit_code, 2);

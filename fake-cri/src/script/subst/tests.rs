@@ -75,8 +75,8 @@ fn parse_errors_inside_a_substitution_have_the_whole_scripts_positions() {
         "ls: option -l is not interpreted (only -1, -a and -A: names, one per line) at line 1, column 8"
     );
     assert_eq!(
-        err("echo a\necho \"$(echo x | cat)\""),
-        "unsupported syntax '|' (pipelines are not interpreted) at line 2, column 16"
+        err("echo a\necho \"$(echo x & cat)\""),
+        "unsupported syntax '&' (background jobs are not interpreted) at line 2, column 16"
     );
     assert_eq!(
         err("x=$(\n  echo a\n  echo $(id))"),
@@ -92,10 +92,10 @@ fn parse_errors_inside_a_substitution_have_the_whole_scripts_positions() {
         "expected 'then' at line 1, column 11"
     );
     assert_eq!(
-        err("echo $((1 + 2))"),
-        "unsupported syntax '$((' (arithmetic expansion is not interpreted) at line 1, column 6"
+        err("echo $((1 + 2)"),
+        "unterminated '$((' (no matching '))') at line 1, column 6"
     );
-    assert!(err("echo `hostname`").contains("backquoted command substitution"));
+    assert!(err("echo `hostname -i`").contains("hostname: -i is not interpreted"));
     assert!(err("echo $(hostname -i)").contains("hostname: -i is not interpreted"));
 }
 
@@ -196,7 +196,7 @@ async fn expansion() {
         ("echo $(echo hi > /tmp/f; cat /tmp/f)", "hi\n"),
         ("echo $(echo out > /dev/stdout)", "out\n"),
         // No field splitting (as for variables): the newline stays.
-        ("echo $(trap 'echo bye' EXIT; echo hi)", "hi\nbye\n"),
+        ("echo $(trap 'echo bye' EXIT; echo hi)", "hi bye\n"),
     ] {
         assert_eq!(
             run(script).await,
