@@ -250,8 +250,7 @@ pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
     };
     let header = report::human::header(selected.len(), &cluster.description, &agents);
     if human {
-        print!("{header}");
-        println!();
+        out(&format!("{header}\n"));
     } else {
         eprint!("{header}");
     }
@@ -267,7 +266,7 @@ pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
                 None => line,
             };
             if human {
-                println!("{line}");
+                out(&format!("{line}\n"));
             } else {
                 eprintln!("{line}");
             }
@@ -299,15 +298,26 @@ pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
         match args.format {
             Format::Human => {
                 if let Some(label) = label {
-                    print!("\n[{label}] {}\n", runner.nodes.describe());
+                    out(&format!("\n[{label}] {}\n", runner.nodes.describe()));
                 }
-                print!("{}", report::human::footer(report))
+                out(&report::human::footer(report));
             }
-            Format::Junit => println!("{}", report::junit::render(report)),
-            Format::Json => println!("{}", report::json::render(report)),
+            Format::Junit => out(&format!("{}\n", report::junit::render(report))),
+            Format::Json => out(&format!("{}\n", report::json::render(report))),
         }
     }
     Ok(exit_code(&reports))
+}
+
+/// Writes `text` to stdout. A write that fails (a closed pipe, a full disk) loses only
+/// the text: the run goes on, stops its nodes and writes its bundle, where `print!` would
+/// panic and leave them running.
+fn out(text: &str) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
 }
 
 /// Where a group's bundle goes: `out` itself for a run of one group, `out/<label>` else.
