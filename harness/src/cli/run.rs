@@ -288,7 +288,7 @@ pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
             let dir = bundle_dir(out, label.as_deref());
             let agent = report::bundle::AgentInfo::of_run(
                 report,
-                runner.nodes.spec(),
+                &runner.nodes,
                 runner.profile.as_ref(),
                 (args.agent_name.clone(), args.agent_version.clone()),
             );

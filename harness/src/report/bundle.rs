@@ -50,10 +50,11 @@ pub struct AgentInfo {
 impl AgentInfo {
     /// What `report` was about: `given` name and version (`--agent-name`,
     /// `--agent-version`) or else the agent's short name and the versions its
-    /// nodes reported; how it was run; the profile it declared; now, here.
+    /// nodes reported; how it was run (the agent and its runtime); the profile it
+    /// declared; now, here.
     pub fn of_run(
         report: &RunReport,
-        agent: &crate::backend::AgentSpec,
+        nodes: &crate::backend::Nodes,
         profile: Option<&crate::profile::Profile>,
         given: (Option<String>, Option<String>),
     ) -> Self {
@@ -63,11 +64,11 @@ impl AgentInfo {
             .filter_map(|c| c.kubelet_version.as_deref())
             .collect();
         AgentInfo {
-            name: given.0.unwrap_or_else(|| agent.name()),
+            name: given.0.unwrap_or_else(|| nodes.spec().name()),
             version: given
                 .1
                 .unwrap_or_else(|| versions.into_iter().collect::<Vec<_>>().join(", ")),
-            setup: agent.describe(),
+            setup: nodes.describe(),
             unsupported: profile.map(|p| p.unsupported.clone()).unwrap_or_default(),
             backend: report.backend.clone(),
             nodeconform: env!("CARGO_PKG_VERSION").to_owned(),
