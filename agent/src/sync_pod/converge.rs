@@ -31,6 +31,16 @@ pub(super) async fn converge(
     let sandbox_ok = rt.sandbox().is_some_and(|s| s.ready) && ready_sandboxes == 1;
     let mut acted = false;
     let sandbox = if let Some(s) = rt.sandbox().filter(|_| sandbox_ok) {
+        // The pod's cgroup follows its allocation before a container starts in it: a
+        // container restarted by a resize must fit the pod's CPU quota and memory limit.
+        if let Some(cgroups) = ctx.runtime.cgroups() {
+            let qos = pod_status::qos_class(pod);
+            if let Err(error) =
+                cgroups.ensure_pod(pod, &qos, &runtime::PodConfig::of(pod, &qos).cgroup())
+            {
+                tracing::warn!(pod = %runtime::pod_key(pod), %error, "sizing the pod's cgroup");
+            }
+        }
         PodSandbox::existing(s.id.clone(), s.attempt, s.ip.clone())
     } else {
         if restart_policy(pod) == "Never" && !rt.sandboxes.is_empty() && !rt.containers.is_empty() {
