@@ -443,18 +443,18 @@ fn main() -> ExitCode {
         }
         let name = format!("case::{file}::{container}");
         match skip_reason(&text) {
-            Some(why) => skipped.push(format!("{name}: {why}")),
+            Some(why) => skipped.push((name, why)),
             None => scripts.push((name, text, extra)),
         }
     }
     if !args.list {
         eprintln!(
-            "note: {own} corpus scripts, {} case scripts compared, {} case scripts skipped",
+            "note: {own} corpus scripts, {} case scripts compared, {} case scripts ignored",
             scripts.len() - own,
             skipped.len()
         );
-        for skip in &skipped {
-            eprintln!("note: skipped {skip}");
+        for (name, why) in &skipped {
+            eprintln!("note: {name} is ignored: {why}");
         }
     }
     let runtime = Arc::new(
@@ -517,6 +517,12 @@ fn main() -> ExitCode {
             })
             .with_ignored_flag(ignored)
         })
+        .chain(skipped.into_iter().map(|(name, why)| {
+            // Ignored with its reason; run anyway (`--include-ignored`), it says why it
+            // cannot be compared rather than pass.
+            let why = why.to_string();
+            Trial::test(name, move || Err(Failed::from(why))).with_ignored_flag(true)
+        }))
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
     if let Ok(env) = env {
