@@ -343,15 +343,17 @@ async fn start(runtime: &tokio::runtime::Handle) -> Result<Env, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
     let images = dir.path().join("images");
     nodeconform_harness::images::build(&images, &Default::default())
-        .map_err(|e| format!("the test images: {}", error_chain(&e)))?;
+        .map_err(|e| format!("the test images: {}", nodeconform_harness::error_chain(&e)))?;
+    let archives = nodeconform_harness::images::Archives::read(&images)
+        .map_err(|e| format!("reading the test images: {e}"))?;
     let containerd = Containerd::start(Options {
         programs: &programs,
         dir: dir.path(),
-        images: Some(&images),
+        images: &archives.to_import,
         registry: None,
     })
     .await
-    .map_err(|e| format!("containerd: {}", error_chain(&e)))?;
+    .map_err(|e| format!("containerd: {}", nodeconform_harness::error_chain(&e)))?;
     let busybox = match target(
         &containerd.endpoint(),
         &dir.path().join("logs-containerd"),
@@ -397,17 +399,6 @@ async fn start(runtime: &tokio::runtime::Handle) -> Result<Env, String> {
         _fake_cri: fake_cri,
         _dir: dir,
     })
-}
-
-/// An error and its causes, on one line.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
 }
 
 fn describe(result: &Result3) -> String {

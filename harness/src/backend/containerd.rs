@@ -183,8 +183,8 @@ pub struct Options<'a> {
     pub programs: &'a Programs,
     /// The node's directory; containerd's files go to `containerd/` below it.
     pub dir: &'a Path,
-    /// Image archives to load (`*.tar`), or none.
-    pub images: Option<&'a Path>,
+    /// The image archives to import ([`crate::images::Archives::to_import`]).
+    pub images: &'a [PathBuf],
     /// The registry of those archives, which the node's containerd pulls from.
     pub registry: Option<&'a Registry>,
 }
@@ -353,9 +353,7 @@ impl Containerd {
             containerd.kill().await;
             return Err(error);
         }
-        if let Some(images) = options.images
-            && let Err(error) = containerd.import(options.programs, images).await
-        {
+        if let Err(error) = containerd.import(options.programs, options.images).await {
             containerd.stop().await;
             return Err(error);
         }
@@ -410,26 +408,14 @@ impl Containerd {
         }
     }
 
-    /// Imports every `*.tar` of `images` but the private ones into the CRI's namespace
-    /// (`k8s.io`).
-    async fn import(&self, programs: &Programs, images: &Path) -> Result<(), Error> {
-        let entries = std::fs::read_dir(images).map_err(|source| Error::Io {
-            what: format!("reading the image directory {}", images.display()),
-            source,
-        })?;
-        let mut archives: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "tar"))
-            .collect();
-        archives.sort();
-        // A private image is on no node until a pull with its login brings it.
-        archives.retain(|archive| !crate::images::private::is_private(archive).unwrap_or(false));
+    /// Imports `archives` into the CRI's namespace (`k8s.io`).
+    async fn import(&self, programs: &Programs, archives: &[PathBuf]) -> Result<(), Error> {
         for archive in archives {
             let output = tokio::process::Command::new(&programs.ctr)
                 .arg("--address")
                 .arg(&self.socket)
                 .args(["--namespace", "k8s.io", "images", "import"])
-                .arg(&archive)
+                .arg(archive)
                 .stdin(Stdio::null())
                 .output()
                 .await
@@ -441,7 +427,7 @@ impl Containerd {
                 let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
                 text.push_str(&String::from_utf8_lossy(&output.stderr));
                 return Err(Error::Import {
-                    archive,
+                    archive: archive.clone(),
                     output: text.trim().to_owned(),
                 });
             }

@@ -316,7 +316,7 @@ async fn start_on_containerd(
     let containerd = Containerd::start(super::containerd::Options {
         programs: &spec.programs,
         dir,
-        images: spec.images.as_deref(),
+        images: &spec.archives.to_import,
         registry,
     })
     .await

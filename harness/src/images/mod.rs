@@ -402,6 +402,9 @@ pub struct Archives {
     pub references: std::collections::BTreeSet<String>,
     /// Its busybox is one [`build`] made from Debian's busybox-static (labelled so).
     pub debian_busybox: bool,
+    /// The archives a node imports, in name order: all but the private images', which
+    /// only a pull with their login brings to a node ([`private`]).
+    pub to_import: Vec<PathBuf>,
 }
 
 impl Archives {
@@ -434,10 +437,14 @@ impl Archives {
                     .filter_map(|t| t.as_str().map(crate::backend::runtime::normalize))
                     .collect();
             }
-            let ours = docker
+            let config = docker
                 .and_then(|d| d[0]["Config"].as_str())
-                .and_then(|config| files.get(config))
-                .is_some_and(|c| c["config"]["Labels"]["org.nodeconform.source"].is_string());
+                .and_then(|config| files.get(config));
+            let ours =
+                config.is_some_and(|c| c["config"]["Labels"]["org.nodeconform.source"].is_string());
+            if config.is_none_or(|c| private::login(c).is_none()) {
+                archives.to_import.push(path.clone());
+            }
             if ours
                 && names
                     .iter()
@@ -447,6 +454,7 @@ impl Archives {
             }
             archives.references.extend(names);
         }
+        archives.to_import.sort();
         Ok(archives)
     }
 }

@@ -8,8 +8,6 @@
 //! registry does. A private image is never imported into a node's containerd: it is on no
 //! node until a pull with the login brings it.
 
-use std::path::Path;
-
 /// The image config label naming the login (`user:password`) its registry demands.
 pub const LOGIN_LABEL: &str = "org.nodeconform.registry-login";
 
@@ -22,16 +20,6 @@ pub const TAGS: [&str; 1] = ["gcr.io/authenticated-image-pulling/alpine:3.7"];
 /// The login an image config (`{"config": {"Labels": …}}`) demands, if any.
 pub fn login(config: &serde_json::Value) -> Option<&str> {
     config["config"]["Labels"][LOGIN_LABEL].as_str()
-}
-
-/// Whether the archive at `path` is of a private image (its config demands a login).
-pub fn is_private(path: &Path) -> std::io::Result<bool> {
-    let files = super::json_files(path)?;
-    Ok(files
-        .get("manifest.json")
-        .and_then(|d| d[0]["Config"].as_str())
-        .and_then(|config| files.get(config))
-        .is_some_and(|config| login(config).is_some()))
 }
 
 /// The `Authorization` header value that carries `login`.
