@@ -63,9 +63,18 @@ pub struct CgroupManager {
     /// The root, without a trailing `/` (`/nodeconform-n`; empty for the hierarchy's root).
     root: Arc<str>,
     hierarchies: Arc<[Hierarchy]>,
-    /// The CPU request (millicores) of each Burstable pod with a cgroup, by UID: the
-    /// Burstable cgroup's shares are their sum.
-    burstable: Arc<Mutex<HashMap<String, i64>>>,
+    /// What each pod's cgroup was last written with, by UID: a sync that finds it so
+    /// writes nothing, and the Burstable cgroup's shares are its pods' summed requests.
+    pods: Arc<Mutex<HashMap<String, PodCgroup>>>,
+}
+
+/// A pod's cgroup as last written.
+#[derive(Debug, Clone, PartialEq)]
+struct PodCgroup {
+    name: String,
+    config: ResourceConfig,
+    /// A Burstable pod's CPU request (millicores); `None` for the other classes.
+    burstable_request: Option<i64>,
 }
 
 impl CgroupManager {
@@ -76,7 +85,7 @@ impl CgroupManager {
         Ok(Self {
             root: root.trim_end_matches('/').into(),
             hierarchies: hierarchies.into(),
-            burstable: Arc::default(),
+            pods: Arc::default(),
         })
     }
 
@@ -109,7 +118,8 @@ impl CgroupManager {
     }
 
     /// Makes (or resizes) the cgroup of `pod`, of QoS class `qos`, sized to `config`
-    /// (`EnsureExists`, `SetPodCgroupConfig`); returns its name.
+    /// (`EnsureExists`, `SetPodCgroupConfig`); returns its name. Nothing is written when
+    /// the cgroup was last written so.
     pub fn ensure_pod(
         &self,
         pod: &Pod,
@@ -117,13 +127,23 @@ impl CgroupManager {
         config: &ResourceConfig,
     ) -> Result<String, Error> {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let name = self.pod_cgroup(uid, qos);
-        self.write(&name, config)?;
-        if qos == "Burstable" {
-            let request = nodeconform_resource::pod::requests(pod)
-                .get("cpu")
-                .map_or(0, |q| crate::resource::amount_of("cpu", q));
-            self.burstable_pods().insert(uid.to_owned(), request);
+        let sized = PodCgroup {
+            name: self.pod_cgroup(uid, qos),
+            config: config.clone(),
+            burstable_request: (qos == "Burstable").then(|| {
+                nodeconform_resource::pod::requests(pod)
+                    .get("cpu")
+                    .map_or(0, |q| crate::resource::amount_of("cpu", q))
+            }),
+        };
+        if self.sized_pods().get(uid) == Some(&sized) {
+            return Ok(sized.name);
+        }
+        self.write(&sized.name, config)?;
+        let name = sized.name.clone();
+        let request = sized.burstable_request;
+        let before = self.sized_pods().insert(uid.to_owned(), sized);
+        if before.and_then(|b| b.burstable_request) != request {
             self.update_burstable()?;
         }
         Ok(name)
@@ -150,22 +170,27 @@ impl CgroupManager {
                 files::remove_tree(&name, &hierarchy.path_of(&name))?;
             }
         }
-        if self.burstable_pods().remove(uid).is_some() {
+        let removed = self.sized_pods().remove(uid);
+        if removed.is_some_and(|r| r.burstable_request.is_some()) {
             self.update_burstable()?;
         }
         Ok(())
     }
 
-    fn burstable_pods(&self) -> std::sync::MutexGuard<'_, HashMap<String, i64>> {
-        // A panic while holding it leaves plain numbers behind: they are still usable.
-        self.burstable
+    fn sized_pods(&self) -> std::sync::MutexGuard<'_, HashMap<String, PodCgroup>> {
+        // A panic while holding it leaves whole entries behind: they are still usable.
+        self.pods
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Sets the Burstable cgroup's shares to its pods' summed CPU requests.
     fn update_burstable(&self) -> Result<(), Error> {
-        let milli: i64 = self.burstable_pods().values().sum();
+        let milli: i64 = self
+            .sized_pods()
+            .values()
+            .filter_map(|p| p.burstable_request)
+            .sum();
         let shares = crate::runtime::milli_cpu_to_shares(milli);
         self.write(
             &self.qos_cgroup("Burstable"),

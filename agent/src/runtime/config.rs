@@ -86,6 +86,18 @@ impl Runtime {
         })
     }
 
+    /// Makes or resizes the pod's cgroup to the pod's allocation
+    /// ([`CgroupManager::ensure_pod`]); nothing when the agent keeps no cgroups.
+    ///
+    /// [`CgroupManager::ensure_pod`]: crate::cgroup_manager::CgroupManager::ensure_pod
+    pub fn ensure_pod_cgroup(&self, pod: &Pod) -> Result<(), crate::cgroup_manager::Error> {
+        if let Some(cgroups) = &self.cgroups {
+            let qos = crate::pod_status::qos_class(pod);
+            cgroups.ensure_pod(pod, &qos, &super::PodConfig::of(pod, &qos).cgroup())?;
+        }
+        Ok(())
+    }
+
     /// The pod's cgroup ([`CgroupManager::pod_cgroup`]); empty when the agent keeps
     /// none.
     ///

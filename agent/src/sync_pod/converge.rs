@@ -30,16 +30,13 @@ pub(super) async fn converge(
     let ready_sandboxes = rt.sandboxes.iter().filter(|s| s.ready).count();
     let sandbox_ok = rt.sandbox().is_some_and(|s| s.ready) && ready_sandboxes == 1;
     let mut acted = false;
+    // `EnsureExists` and `SetPodCgroupConfig`: the pod's cgroup, sized to its allocation,
+    // before the runtime puts a sandbox or a container in it (a container restarted by a
+    // resize must fit the pod's CPU quota and memory limit).
+    let cgroup = ctx.runtime.ensure_pod_cgroup(pod);
     let sandbox = if let Some(s) = rt.sandbox().filter(|_| sandbox_ok) {
-        // The pod's cgroup follows its allocation before a container starts in it: a
-        // container restarted by a resize must fit the pod's CPU quota and memory limit.
-        if let Some(cgroups) = ctx.runtime.cgroups() {
-            let qos = pod_status::qos_class(pod);
-            if let Err(error) =
-                cgroups.ensure_pod(pod, &qos, &runtime::PodConfig::of(pod, &qos).cgroup())
-            {
-                tracing::warn!(pod = %runtime::pod_key(pod), %error, "sizing the pod's cgroup");
-            }
+        if let Err(error) = &cgroup {
+            tracing::warn!(pod = %runtime::pod_key(pod), %error, "sizing the pod's cgroup");
         }
         PodSandbox::existing(s.id.clone(), s.attempt, s.ip.clone())
     } else {
@@ -63,15 +60,10 @@ pub(super) async fn converge(
         for (reason, message) in dns.warnings {
             ctx.events.pod(pod, None, Type::Warning, reason, message);
         }
-        // `EnsureExists`: the pod's cgroup, sized, before the runtime puts the sandbox in it.
-        let cgroup = ctx.runtime.cgroups().map(|cgroups| {
-            let qos = pod_status::qos_class(pod);
-            cgroups.ensure_pod(pod, &qos, &runtime::PodConfig::of(pod, &qos).cgroup())
-        });
+        // A sandbox is not run without its cgroup.
         let config = cgroup
-            .transpose()
             .map_err(runtime::Error::from)
-            .and_then(|_| ctx.runtime.sandbox_config(pod, attempt, dns.config));
+            .and_then(|()| ctx.runtime.sandbox_config(pod, attempt, dns.config));
         let created = match config {
             Ok(config) => ctx
                 .runtime

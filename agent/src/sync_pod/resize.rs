@@ -70,7 +70,7 @@ pub(super) fn sandbox_sized(pod: &Pod, actuated: &mut Actuated) {
 }
 
 /// `computePodLevelResourcesResizeAction` + the pod cgroup update of `doPodResizeAction`:
-/// sizes the pod's cgroup and sandbox to its allocated pod-level resources if they changed; true if
+/// sizes the pod's sandbox to its allocated pod-level resources if they changed; true if
 /// the runtime was called.
 pub(super) async fn resize_pod(
     runtime: &runtime::Runtime,
@@ -85,12 +85,9 @@ pub(super) async fn resize_pod(
     if !pod_level_in_progress(pod, actuated) {
         return Ok(false);
     }
-    let qos = qos_class(pod);
-    let config = runtime::PodConfig::of(pod, &qos);
-    // `SetPodCgroupConfig`: the agent sizes the pod's cgroup itself; the runtime is told after.
-    if let Some(cgroups) = runtime.cgroups() {
-        cgroups.ensure_pod(pod, &qos, &config.cgroup())?;
-    }
+    // The pod's cgroup was sized to the allocation at the start of this sync
+    // (`SetPodCgroupConfig`); the runtime is told after.
+    let config = runtime::PodConfig::of(pod, &qos_class(pod));
     match runtime
         .update_pod_sandbox_resources(sandbox_id, config.linux())
         .await
