@@ -76,12 +76,9 @@ impl Shell<'_> {
                         if holds == *until {
                             break;
                         }
-                        let result = self.list(body).await;
-                        match self.flow(result, &mut status)? {
-                            Flow::Next => {}
-                            Flow::Leave => break,
+                        if let Flow::Leave = self.iterate(body, &mut status, started).await? {
+                            break;
                         }
-                        self.pace(started).await?;
                     }
                     Ok(status)
                 }
@@ -106,12 +103,9 @@ impl Shell<'_> {
                     for value in values {
                         let started = Instant::now();
                         self.assign(name, value);
-                        let result = self.list(body).await;
-                        match self.flow(result, &mut status)? {
-                            Flow::Next => {}
-                            Flow::Leave => break,
+                        if let Flow::Leave = self.iterate(body, &mut status, started).await? {
+                            break;
                         }
-                        self.pace(started).await?;
                     }
                     Ok(status)
                 }
@@ -134,9 +128,26 @@ impl Shell<'_> {
         }
     }
 
-    /// What a loop does with its body's result: `break N` and `continue N`
-    /// count down through the enclosing loops.
-    fn flow(&mut self, result: Result<i32, Stop>, status: &mut i32) -> Result<Flow, Stop> {
+    /// Runs a loop's body once (begun at `started`), keeping its status in `status`,
+    /// and says whether the loop goes on: `break N` and `continue N` count down through
+    /// the enclosing loops. An iteration that goes on takes at least the interpreter's
+    /// minimum (`pace`).
+    async fn iterate(
+        &mut self,
+        body: &super::ast::List,
+        status: &mut i32,
+        started: Instant,
+    ) -> Result<Flow, Stop> {
+        let result = self.list(body).await;
+        let flow = Self::flow(result, status)?;
+        if let Flow::Next = flow {
+            self.pace(started).await?;
+        }
+        Ok(flow)
+    }
+
+    /// What a loop does with its body's result.
+    fn flow(result: Result<i32, Stop>, status: &mut i32) -> Result<Flow, Stop> {
         match result {
             Ok(code) => {
                 *status = code;
