@@ -1,10 +1,10 @@
 //! `kubectl logs` end to end: the API server double proxies `pods/log` over
 //! HTTPS to the agent's kubelet endpoint, which reads the CRI log fake-cri
 //! wrote. Checked with kube-rs (`Api::<Pod>::logs`, `log_stream`) and, when
-//! one is on `PATH`, a real `kubectl` (skipped with a message otherwise).
+//! a real `kubectl` (the tests are ignored with the reason without one on `PATH`).
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
 use futures::{AsyncBufReadExt, StreamExt};
@@ -20,6 +20,23 @@ use tokio::process::Command;
 mod common;
 
 use common::NS;
+use nodeconform_testkit::{Suite, program};
+
+fn main() -> ExitCode {
+    let kubectl = || program("kubectl", "install Debian's kubernetes-client");
+    Suite::new()
+        .async_test(
+            "logs_with_tail_limit_bytes_timestamps_and_upstreams_errors",
+            kubectl(),
+            logs_with_tail_limit_bytes_timestamps_and_upstreams_errors,
+        )
+        .async_test(
+            "previous_instance_after_a_restart_and_follow",
+            kubectl(),
+            previous_instance_after_a_restart_and_follow,
+        )
+        .run()
+}
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -94,8 +111,7 @@ fn api_error(err: kube::Error) -> (u16, String) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn logs_with_tail_limit_bytes_timestamps_and_upstreams_errors() {
+async fn logs_with_tail_limit_bytes_timestamps_and_upstreams_errors(kubectl: PathBuf) {
     let env = Env::start().await;
     env.create(
         "echo",
@@ -210,30 +226,28 @@ async fn logs_with_tail_limit_bytes_timestamps_and_upstreams_errors() {
         )
     );
 
-    if let Some(k) = Kubectl::find(&env) {
-        assert_eq!(k.ok(&["logs", "echo"]).await, "one\ntwo\nthree\n");
-        assert_eq!(k.ok(&["logs", "echo", "--tail=2"]).await, "two\nthree\n");
-        assert_eq!(k.ok(&["logs", "echo", "--limit-bytes=3"]).await, "one");
-        let stamped = k.ok(&["logs", "echo", "--timestamps"]).await;
-        assert!(stamped.lines().all(|l| l.contains("Z ")), "{stamped}");
-        let (ok, _, err) = k.run(&["logs", "held"]).await;
-        assert!(!ok);
-        assert_eq!(
-            err.trim(),
-            r#"Error from server (BadRequest): container "c" in pod "held" is waiting to start: ContainerCreating"#
-        );
-        let (ok, _, err) = k.run(&["logs", "echo", "--previous"]).await;
-        assert!(!ok);
-        assert_eq!(
-            err.trim(),
-            r#"Error from server (BadRequest): previous terminated container "c" in pod "echo" not found"#
-        );
-    }
+    let k = Kubectl::new(&env, kubectl);
+    assert_eq!(k.ok(&["logs", "echo"]).await, "one\ntwo\nthree\n");
+    assert_eq!(k.ok(&["logs", "echo", "--tail=2"]).await, "two\nthree\n");
+    assert_eq!(k.ok(&["logs", "echo", "--limit-bytes=3"]).await, "one");
+    let stamped = k.ok(&["logs", "echo", "--timestamps"]).await;
+    assert!(stamped.lines().all(|l| l.contains("Z ")), "{stamped}");
+    let (ok, _, err) = k.run(&["logs", "held"]).await;
+    assert!(!ok);
+    assert_eq!(
+        err.trim(),
+        r#"Error from server (BadRequest): container "c" in pod "held" is waiting to start: ContainerCreating"#
+    );
+    let (ok, _, err) = k.run(&["logs", "echo", "--previous"]).await;
+    assert!(!ok);
+    assert_eq!(
+        err.trim(),
+        r#"Error from server (BadRequest): previous terminated container "c" in pod "echo" not found"#
+    );
     env.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn previous_instance_after_a_restart_and_follow() {
+async fn previous_instance_after_a_restart_and_follow(kubectl: PathBuf) {
     let env = Env::start().await;
     let pods = env.pods();
     env.create("crash", shell("echo attempt; sleep 1; exit 1", "Always"))
@@ -281,31 +295,30 @@ async fn previous_instance_after_a_restart_and_follow() {
             .expect("the followed log ends once the container exited");
     assert_eq!(lines, ["first", "later"]);
 
-    if let Some(k) = Kubectl::find(&env) {
-        let prev = k.ok(&["logs", "crash", "--previous"]).await;
-        assert_eq!(prev, "attempt\n");
-        env.create(
-            "tick",
-            shell("echo start; sleep 2; echo tick; sleep 3600", "Never"),
-        )
+    let k = Kubectl::new(&env, kubectl);
+    let prev = k.ok(&["logs", "crash", "--previous"]).await;
+    assert_eq!(prev, "attempt\n");
+    env.create(
+        "tick",
+        shell("echo start; sleep 2; echo tick; sleep 3600", "Never"),
+    )
+    .await;
+    env.logs_until("tick", &LogParams::default(), |t| t.contains("start"))
         .await;
-        env.logs_until("tick", &LogParams::default(), |t| t.contains("start"))
-            .await;
-        let mut child = k.spawn(&["logs", "-f", "tick"]);
-        let stdout = child.stdout.take().expect("stdout");
-        let mut lines = tokio::io::BufReader::new(stdout).lines();
-        let first = tokio::time::timeout(WAIT, lines.next_line()).await;
-        assert_eq!(
-            first.expect("a first line").unwrap().as_deref(),
-            Some("start")
-        );
-        let later = tokio::time::timeout(WAIT, lines.next_line()).await;
-        assert_eq!(
-            later.expect("the later line").unwrap().as_deref(),
-            Some("tick")
-        );
-        child.kill().await.expect("kubectl logs -f stops");
-    }
+    let mut child = k.spawn(&["logs", "-f", "tick"]);
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let first = tokio::time::timeout(WAIT, lines.next_line()).await;
+    assert_eq!(
+        first.expect("a first line").unwrap().as_deref(),
+        Some("start")
+    );
+    let later = tokio::time::timeout(WAIT, lines.next_line()).await;
+    assert_eq!(
+        later.expect("the later line").unwrap().as_deref(),
+        Some("tick")
+    );
+    child.kill().await.expect("kubectl logs -f stops");
     env.shutdown().await;
 }
 
@@ -317,22 +330,14 @@ struct Kubectl {
 }
 
 impl Kubectl {
-    fn find(env: &Env) -> Option<Kubectl> {
-        let Some(bin) = std::env::var_os("PATH").and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|p| p.join("kubectl"))
-                .find(|p| p.is_file())
-        }) else {
-            eprintln!("SKIPPED the kubectl part: no kubectl on PATH");
-            return None;
-        };
+    fn new(env: &Env, bin: PathBuf) -> Kubectl {
         let kubeconfig = env.dir.path().join("kubeconfig");
         env.api.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-        Some(Kubectl {
+        Kubectl {
             bin,
             kubeconfig,
             cache: env.dir.path().join("kubectl-cache"),
-        })
+        }
     }
 
     fn command(&self, args: &[&str]) -> Command {

@@ -50,3 +50,14 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     }
     out
 }
+
+/// Writes `text` to stdout. A write that fails (a pipe closed early, as by `| head`; a full
+/// disk) loses only the text: a command's output to a closed pipe ends quietly, as `ls | head`
+/// does, and a run still stops its nodes and writes its bundle, where `print!` would panic.
+pub(crate) fn out(text: &str) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+}

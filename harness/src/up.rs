@@ -416,7 +416,7 @@ pub async fn serve(options: &Options) -> Result<()> {
         _ = interrupt.recv() => return Ok(()),
         _ = terminate.recv() => return Ok(()),
     };
-    print!("{}", up.summary());
+    crate::out(&up.summary());
     tokio::select! {
         _ = interrupt.recv() => {}
         _ = terminate.recv() => {}

@@ -3,15 +3,37 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::Arc;
 
 use common::stuck_agent;
+use nodeconform_testkit::Suite;
 
 use nodeconform_harness::backend::{AgentSpec, BackendKind, Cluster, ClusterOptions, Nodes};
 use nodeconform_harness::case::load;
 use nodeconform_harness::report::{self, Outcome};
 use nodeconform_harness::runner::{Janitor, Runner};
+
+fn main() -> ExitCode {
+    Suite::new()
+        .async_test(
+            "a_wrong_agent_fails_with_a_timeline",
+            stuck_agent(),
+            a_wrong_agent_fails_with_a_timeline,
+        )
+        .async_test(
+            "an_agent_that_runs_no_pod_stops_the_run_at_the_gate",
+            stuck_agent(),
+            an_agent_that_runs_no_pod_stops_the_run_at_the_gate,
+        )
+        .async_test(
+            "an_interrupted_run_deletes_what_it_made",
+            stuck_agent(),
+            an_interrupted_run_deletes_what_it_made,
+        )
+        .run()
+}
 
 const CASE: &str = r#"name: runs
 description: "Pods should get a host IP (test/e2e/common/node/pods.go)"
@@ -80,11 +102,7 @@ async fn runner_with(agent: &Path) -> (Cluster, Runner) {
     (cluster, runner)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wrong_agent_fails_with_a_timeline() {
-    let Some(agent) = stuck_agent() else {
-        return;
-    };
+async fn a_wrong_agent_fails_with_a_timeline(agent: PathBuf) {
     let loaded = runs_case(CASE);
     let (cluster, runner) = runner_with(&agent).await;
     let report = runner
@@ -129,11 +147,7 @@ async fn a_wrong_agent_fails_with_a_timeline() {
     assert_eq!(parsed.failures, 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_agent_that_runs_no_pod_stops_the_run_at_the_gate() {
-    let Some(agent) = stuck_agent() else {
-        return;
-    };
+async fn an_agent_that_runs_no_pod_stops_the_run_at_the_gate(agent: PathBuf) {
     let gate = CASE.replace("timeout: 10s", "tags: [gate]\ntimeout: 10s");
     let cases = [
         named_case(&CASE.replace("within: 2s", "within: 9s"), "slow"),
@@ -172,15 +186,11 @@ async fn an_agent_that_runs_no_pod_stops_the_run_at_the_gate() {
     assert!(!report.success());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_interrupted_run_deletes_what_it_made() {
+async fn an_interrupted_run_deletes_what_it_made(agent: PathBuf) {
     use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
     use kube::Api;
     use kube::api::ListParams;
 
-    let Some(agent) = stuck_agent() else {
-        return;
-    };
     let text = CASE
         .replace("within: 2s", "within: 30s")
         .replace("timeout: 10s", "timeout: 40s");

@@ -9,11 +9,23 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use common::{nodeconform, stuck_agent, up};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
+use nodeconform_testkit::Suite;
 use serde_json::Value;
+
+fn main() -> ExitCode {
+    Suite::new()
+        .async_test(
+            "all_nodes_runs_each_agent_on_its_own_nodes_side_by_side",
+            stuck_agent(),
+            all_nodes_runs_each_agent_on_its_own_nodes_side_by_side,
+        )
+        .run()
+}
 
 /// The `results.json` and `agent.yaml` of the bundle in `dir`.
 fn bundle(dir: &Path) -> (Value, String) {
@@ -26,11 +38,7 @@ fn cases(results: &Value) -> &Vec<Value> {
     results["cases"].as_array().expect("cases")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn all_nodes_runs_each_agent_on_its_own_nodes_side_by_side() {
-    let Some(stuck) = stuck_agent() else {
-        return;
-    };
+async fn all_nodes_runs_each_agent_on_its_own_nodes_side_by_side(stuck: PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let cluster_dir = tmp.path().join("cluster");
     let cluster = up(&["--nodes", "2", "--dir", cluster_dir.to_str().unwrap()]).await;

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock, Weak};
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use nodeconform_harness::backend::runtime::Runtime;
 use nodeconform_harness::backend::{
     AgentSpec, BackendKind, Cluster, ClusterOptions, Nodes, kubelet,
@@ -167,7 +167,9 @@ fn main() -> ExitCode {
                 case.clone(),
             );
             trials.push(
-                Trial::test(name, move || {
+                // Ignorable: a case that turns out not to apply (the agent's version, a
+                // requirement the node lacks) is reported ignored with its reason, not ok.
+                Trial::ignorable_test(name, move || {
                     let spec = spec.ok_or_else(|| Failed::from("no agent to run on"))?;
                     run_case(&runtime, &env, spec, &case)
                 })
@@ -322,7 +324,7 @@ fn run_case(
     env: &OnceLock<Result<Env, String>>,
     spec: (AgentSpec, Runtime),
     case: &LoadedCase,
-) -> Result<(), Failed> {
+) -> Result<Completion, Failed> {
     let env = env
         .get_or_init(|| start_env(runtime, spec))
         .as_ref()
@@ -335,7 +337,10 @@ fn run_case(
         &env.server,
     ));
     match result.outcome {
-        Outcome::Passed | Outcome::Ignored | Outcome::Unsupported => Ok(()),
+        Outcome::Passed => Ok(Completion::Completed),
+        Outcome::Ignored | Outcome::Unsupported => Ok(Completion::ignored_with(
+            result.reason.as_deref().unwrap_or("does not apply"),
+        )),
         Outcome::Failed => {
             let report = RunReport {
                 backend: "embedded".into(),

@@ -67,6 +67,26 @@ fn list_names_cases_by_area() {
 
 #[cfg(feature = "embedded")]
 #[test]
+fn output_to_a_closed_pipe_ends_quietly() {
+    // As `nodeconform list | head -1` once the reader has gone: every write fails with EPIPE.
+    let cases = concat!(env!("CARGO_MANIFEST_DIR"), "/../cases");
+    for args in [
+        vec!["list", "--cases", cases],
+        vec!["check", "--cases", cases],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_nodeconform"))
+            .args(&args)
+            .stdout(writer)
+            .output()
+            .expect("nodeconform runs");
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+    }
+}
+
+#[test]
 fn run_on_an_existing_node_ignores_runtime_control_cases_in_junit() {
     let (code, stdout, stderr) = nodeconform(&[
         "run",

@@ -1,24 +1,37 @@
 //! The HTML matrix in a real browser: two bundles (a real run, and a copy
 //! with one case failed) make one page; headless Chromium renders it, its
-//! DOM has the right cell in each place, and a screenshot is taken. Skipped
+//! DOM has the right cell in each place, and a screenshot is taken. Ignored
 //! with the reason when no Chromium is installed (`.ci/run` installs
 //! Debian's); `NODECONFORM_CHROMIUM` names another binary.
 
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode};
 
 use common::nodeconform;
+use nodeconform_testkit::{Suite, program};
 
-fn chromium() -> Option<PathBuf> {
+fn main() -> ExitCode {
+    Suite::new()
+        .test(
+            "the_html_matrix_renders_with_the_right_cells",
+            chromium(),
+            the_html_matrix_renders_with_the_right_cells,
+        )
+        .run()
+}
+
+fn chromium() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("NODECONFORM_CHROMIUM") {
-        return Some(path.into());
+        return Ok(path.into());
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .flat_map(|dir| ["chromium", "chromium-browser", "google-chrome"].map(|b| dir.join(b)))
-        .find(|p| p.is_file())
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find_map(|name| program(name, "").ok())
+        .ok_or_else(|| {
+            "no Chromium (install Debian's `chromium`, or set NODECONFORM_CHROMIUM)".to_string()
+        })
 }
 
 /// Runs headless Chromium on `page` with `args`; its stdout. Nothing leaves
@@ -50,14 +63,7 @@ fn browse(browser: &Path, profile: &Path, page: &Path, args: &[&str]) -> String 
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-#[test]
-fn the_html_matrix_renders_with_the_right_cells() {
-    let Some(browser) = chromium() else {
-        eprintln!(
-            "skipped: no Chromium (install Debian's `chromium`, or set NODECONFORM_CHROMIUM)"
-        );
-        return;
-    };
+fn the_html_matrix_renders_with_the_right_cells(browser: PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let first = dir.path().join("reference");
     let (code, _, stderr) = nodeconform(&[

@@ -1,10 +1,11 @@
 //! `nodeconform up`, the real binary: a single-node cluster that kube-rs and kubectl use like
-//! any other, pods without `nodeName` included, and that stops cleanly on SIGINT/SIGTERM.
+//! any other, pods without `nodeName` included, and that stops cleanly on SIGINT/SIGTERM. The
+//! tests that drive kubectl are ignored with the reason without it.
 
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{ExitCode, Stdio};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, LogParams, PostParams};
@@ -13,6 +14,35 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use common::{WAIT, up};
+use nodeconform_testkit::{Suite, nothing, program};
+
+fn main() -> ExitCode {
+    Suite::new()
+        .async_test(
+            "up_serves_a_node_that_runs_unscheduled_pods_until_sigint",
+            kubectl(),
+            up_serves_a_node_that_runs_unscheduled_pods_until_sigint,
+        )
+        .async_test(
+            "up_removes_its_temporary_directory_on_sigterm",
+            nothing(),
+            |()| up_removes_its_temporary_directory_on_sigterm(),
+        )
+        .async_test("an_agent_that_exits_is_a_clear_error", nothing(), |()| {
+            an_agent_that_exits_is_a_clear_error()
+        })
+        .async_test(
+            "exec_attach_port_forward_and_logs_reach_pods_through_the_api_server",
+            kubectl(),
+            exec_attach_port_forward_and_logs_reach_pods_through_the_api_server,
+        )
+        .async_test(
+            "websocket_exec_is_translated_to_spdy_from_1_30_and_passed_on_before",
+            nothing(),
+            |()| websocket_exec_is_translated_to_spdy_from_1_30_and_passed_on_before(),
+        )
+        .run()
+}
 
 /// A pod without `nodeName` that prints a line and stops at once on SIGTERM.
 fn unscheduled_pod(name: &str) -> Pod {
@@ -41,11 +71,8 @@ fn is_bound_and_running(p: Option<&Pod>) -> bool {
     })
 }
 
-fn kubectl() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join("kubectl"))
-        .find(|p| p.is_file())
+fn kubectl() -> Result<PathBuf, String> {
+    program("kubectl", "install Debian's kubernetes-client")
 }
 
 /// Runs kubectl against `kubeconfig`; returns stdout, failing the test with stderr otherwise.
@@ -64,8 +91,7 @@ fn run_kubectl(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-#[tokio::test]
-async fn up_serves_a_node_that_runs_unscheduled_pods_until_sigint() {
+async fn up_serves_a_node_that_runs_unscheduled_pods_until_sigint(kubectl: PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("up");
     let up = up(&["--dir", dir.to_str().unwrap()]).await;
@@ -103,38 +129,32 @@ async fn up_serves_a_node_that_runs_unscheduled_pods_until_sigint() {
     let logs = pods.logs("p", &LogParams::default()).await.unwrap();
     assert_eq!(logs, "hello from p\n");
 
-    match kubectl() {
-        Some(kubectl) => {
-            let kc = up.kubeconfig.as_path();
-            let script = "echo hello from k; trap 'exit 0' TERM; while true; do sleep 1; done";
-            let k = |args: &[&str]| run_kubectl(&kubectl, kc, args);
-            k(&["run", "k", "--image=busybox", "--", "sh", "-c", script]);
-            tokio::time::timeout(
-                WAIT,
-                await_condition(pods.clone(), "k", is_bound_and_running),
-            )
-            .await
-            .expect("kubectl's pod bound and Running in time")
-            .unwrap();
-            let wide = k(&["get", "pods", "-o", "wide"]);
-            assert!(
-                wide.lines().any(|l| l.starts_with("k ")
-                    && l.contains("Running")
-                    && l.contains("nodeconform")),
-                "{wide}"
-            );
-            assert_eq!(k(&["logs", "k"]), "hello from k\n");
-            let describe = k(&["describe", "pod", "k"]);
-            assert!(
-                describe.contains("Successfully assigned default/k to nodeconform"),
-                "{describe}"
-            );
-            let events = k(&["get", "events"]);
-            assert!(events.contains("Scheduled"), "{events}");
-            k(&["delete", "pod", "k"]);
-        }
-        None => eprintln!("skipping the kubectl part: kubectl is not on PATH"),
-    }
+    let kc = up.kubeconfig.as_path();
+    let script = "echo hello from k; trap 'exit 0' TERM; while true; do sleep 1; done";
+    let k = |args: &[&str]| run_kubectl(&kubectl, kc, args);
+    k(&["run", "k", "--image=busybox", "--", "sh", "-c", script]);
+    tokio::time::timeout(
+        WAIT,
+        await_condition(pods.clone(), "k", is_bound_and_running),
+    )
+    .await
+    .expect("kubectl's pod bound and Running in time")
+    .unwrap();
+    let wide = k(&["get", "pods", "-o", "wide"]);
+    assert!(
+        wide.lines()
+            .any(|l| l.starts_with("k ") && l.contains("Running") && l.contains("nodeconform")),
+        "{wide}"
+    );
+    assert_eq!(k(&["logs", "k"]), "hello from k\n");
+    let describe = k(&["describe", "pod", "k"]);
+    assert!(
+        describe.contains("Successfully assigned default/k to nodeconform"),
+        "{describe}"
+    );
+    let events = k(&["get", "events"]);
+    assert!(events.contains("Scheduled"), "{events}");
+    k(&["delete", "pod", "k"]);
 
     pods.delete("p", &DeleteParams::default()).await.unwrap();
     tokio::time::timeout(
@@ -152,7 +172,6 @@ async fn up_serves_a_node_that_runs_unscheduled_pods_until_sigint() {
     assert!(dir.join("kubeconfig").exists(), "a given --dir is kept");
 }
 
-#[tokio::test]
 async fn up_removes_its_temporary_directory_on_sigterm() {
     let up = up(&["--fast"]).await;
     let dir = up.kubeconfig.parent().unwrap().to_path_buf();
@@ -166,7 +185,6 @@ async fn up_removes_its_temporary_directory_on_sigterm() {
     assert!(!dir.exists(), "{} removed", dir.display());
 }
 
-#[tokio::test]
 async fn an_agent_that_exits_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_nodeconform"))
@@ -209,8 +227,7 @@ fn pod_with(name: &str, container: serde_json::Value) -> Pod {
     .unwrap()
 }
 
-#[tokio::test]
-async fn exec_attach_port_forward_and_logs_reach_pods_through_the_api_server() {
+async fn exec_attach_port_forward_and_logs_reach_pods_through_the_api_server(kubectl: PathBuf) {
     use nodeconform_stream::client;
     let up = up(&["--fast"]).await;
     let pods: Api<Pod> = Api::namespaced(up.client().await, "default");
@@ -351,112 +368,107 @@ async fn exec_attach_port_forward_and_logs_reach_pods_through_the_api_server() {
         "{body}"
     );
 
-    match kubectl() {
-        Some(kubectl) => {
-            let kc = up.kubeconfig.as_path();
-            let k = |args: &[&str]| run_kubectl(&kubectl, kc, args);
-            assert_eq!(k(&["exec", "s", "--", "cat", "/etc/hostname"]), "s\n");
-            let mut piped = std::process::Command::new(&kubectl)
-                .arg("--kubeconfig")
-                .arg(kc)
-                .args(["exec", "-i", "s", "--", "cat"])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap();
-            use std::io::Write;
-            piped
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(b"through stdin\n")
-                .unwrap();
-            let out = piped.wait_with_output().unwrap();
-            assert_eq!(String::from_utf8_lossy(&out.stdout), "through stdin\n");
-            // `attach` shows what the container writes from now on.
-            let attach = tokio::process::Command::new(&kubectl)
-                .arg("--kubeconfig")
-                .arg(kc)
-                .args(["attach", "s"])
-                .stdout(Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()
-                .unwrap();
-            let mut lines = BufReader::new(attach.stdout.unwrap()).lines();
-            let line = tokio::time::timeout(WAIT, lines.next_line())
-                .await
-                .unwrap()
-                .unwrap();
-            assert_eq!(line.as_deref(), Some("tick"));
-            // `port-forward`, then a request through the forwarded port.
-            let mut forward = tokio::process::Command::new(&kubectl)
-                .arg("--kubeconfig")
-                .arg(kc)
-                .args(["port-forward", "pod/web", ":80"])
-                .stdout(Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()
-                .unwrap();
-            let mut lines = BufReader::new(forward.stdout.take().unwrap()).lines();
-            let first = tokio::time::timeout(WAIT, lines.next_line())
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap();
-            let port = first
-                .strip_prefix("Forwarding from 127.0.0.1:")
-                .and_then(|r| r.split(' ').next())
-                .expect("the forwarded port");
-            let mut conn = tokio::net::TcpStream::connect(format!("127.0.0.1:{port}"))
-                .await
-                .unwrap();
-            use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            conn.write_all(b"GET / HTTP/1.1\r\nHost: web\r\nConnection: close\r\n\r\n")
-                .await
-                .unwrap();
-            let mut response = Vec::new();
-            tokio::time::timeout(WAIT, conn.read_to_end(&mut response))
-                .await
-                .unwrap()
-                .unwrap();
-            assert!(String::from_utf8_lossy(&response).starts_with("HTTP/1.1 200"));
-            // `logs -f` follows the log as it grows.
-            let follow = tokio::process::Command::new(&kubectl)
-                .arg("--kubeconfig")
-                .arg(kc)
-                .args(["logs", "-f", "s"])
-                .stdout(Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()
-                .unwrap();
-            let mut lines = BufReader::new(follow.stdout.unwrap()).lines();
-            for _ in 0..3 {
-                let line = tokio::time::timeout(WAIT, lines.next_line())
-                    .await
-                    .unwrap()
-                    .unwrap();
-                assert_eq!(line.as_deref(), Some("tick"));
-            }
-            // `cp` in and back out: a directory with a binary file, through
-            // the container's `tar`.
-            let local = tempfile::tempdir().unwrap();
-            let source = local.path().join("data");
-            std::fs::create_dir_all(source.join("sub")).unwrap();
-            let binary = [0_u8, 159, 146, 150, 255, b'\n', 0];
-            std::fs::write(source.join("sub/b.bin"), binary).unwrap();
-            std::fs::write(source.join("a.txt"), "alpha\n").unwrap();
-            k(&["cp", source.to_str().unwrap(), "s:/tmp/data"]);
-            assert_eq!(k(&["exec", "s", "--", "cat", "/tmp/data/a.txt"]), "alpha\n");
-            let back = local.path().join("back");
-            k(&["cp", "s:/tmp/data", back.to_str().unwrap()]);
-            assert_eq!(std::fs::read(back.join("sub/b.bin")).unwrap(), binary);
-            assert_eq!(std::fs::read(back.join("a.txt")).unwrap(), b"alpha\n");
-            // `top`, from the metrics API.
-            let top = k(&["top", "pod", "s", "--no-headers"]);
-            assert!(top.starts_with("s "), "{top}");
-        }
-        None => eprintln!("skipping the kubectl part: kubectl is not on PATH"),
+    let kc = up.kubeconfig.as_path();
+    let k = |args: &[&str]| run_kubectl(&kubectl, kc, args);
+    assert_eq!(k(&["exec", "s", "--", "cat", "/etc/hostname"]), "s\n");
+    let mut piped = std::process::Command::new(&kubectl)
+        .arg("--kubeconfig")
+        .arg(kc)
+        .args(["exec", "-i", "s", "--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    piped
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"through stdin\n")
+        .unwrap();
+    let out = piped.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "through stdin\n");
+    // `attach` shows what the container writes from now on.
+    let attach = tokio::process::Command::new(&kubectl)
+        .arg("--kubeconfig")
+        .arg(kc)
+        .args(["attach", "s"])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(attach.stdout.unwrap()).lines();
+    let line = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(line.as_deref(), Some("tick"));
+    // `port-forward`, then a request through the forwarded port.
+    let mut forward = tokio::process::Command::new(&kubectl)
+        .arg("--kubeconfig")
+        .arg(kc)
+        .args(["port-forward", "pod/web", ":80"])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(forward.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let port = first
+        .strip_prefix("Forwarding from 127.0.0.1:")
+        .and_then(|r| r.split(' ').next())
+        .expect("the forwarded port");
+    let mut conn = tokio::net::TcpStream::connect(format!("127.0.0.1:{port}"))
+        .await
+        .unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    conn.write_all(b"GET / HTTP/1.1\r\nHost: web\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(WAIT, conn.read_to_end(&mut response))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&response).starts_with("HTTP/1.1 200"));
+    // `logs -f` follows the log as it grows.
+    let follow = tokio::process::Command::new(&kubectl)
+        .arg("--kubeconfig")
+        .arg(kc)
+        .args(["logs", "-f", "s"])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(follow.stdout.unwrap()).lines();
+    for _ in 0..3 {
+        let line = tokio::time::timeout(WAIT, lines.next_line())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(line.as_deref(), Some("tick"));
     }
+    // `cp` in and back out: a directory with a binary file, through
+    // the container's `tar`.
+    let local = tempfile::tempdir().unwrap();
+    let source = local.path().join("data");
+    std::fs::create_dir_all(source.join("sub")).unwrap();
+    let binary = [0_u8, 159, 146, 150, 255, b'\n', 0];
+    std::fs::write(source.join("sub/b.bin"), binary).unwrap();
+    std::fs::write(source.join("a.txt"), "alpha\n").unwrap();
+    k(&["cp", source.to_str().unwrap(), "s:/tmp/data"]);
+    assert_eq!(k(&["exec", "s", "--", "cat", "/tmp/data/a.txt"]), "alpha\n");
+    let back = local.path().join("back");
+    k(&["cp", "s:/tmp/data", back.to_str().unwrap()]);
+    assert_eq!(std::fs::read(back.join("sub/b.bin")).unwrap(), binary);
+    assert_eq!(std::fs::read(back.join("a.txt")).unwrap(), b"alpha\n");
+    // `top`, from the metrics API.
+    let top = k(&["top", "pod", "s", "--no-headers"]);
+    assert!(top.starts_with("s "), "{top}");
     assert_eq!(up.stop(libc::SIGINT).await, 0);
 }
 
@@ -505,7 +517,6 @@ async fn websocket_exec(
     Ok((protocol, channels))
 }
 
-#[tokio::test]
 async fn websocket_exec_is_translated_to_spdy_from_1_30_and_passed_on_before() {
     for (emulate, expect_v5) in [("1.36", true), ("1.28", false)] {
         let up = up(&["--fast", "--emulate-version", emulate]).await;

@@ -1,11 +1,10 @@
 //! Integration tests: the API server double over real HTTP on 127.0.0.1, driven by kube-rs,
-//! raw HTTP, the real `kubectl` and the official Python client.
+//! and raw HTTP (real clients no one here wrote are in `tests/clients.rs`).
 
 mod binding;
 mod crud;
 mod deletion;
 mod errors;
-mod external;
 mod garbage_collection;
 mod kubelet;
 mod logs;

@@ -1,16 +1,14 @@
 //! gRPC clients that are not tonic: the `:authority` they send on a unix
 //! socket (the socket path, its percent-encoded form, nothing) must not keep
-//! them from calling fake-cri, as it kept the kubelet, crictl and critest.
+//! them from calling fake-cri, as it kept the kubelet, crictl and critest (the official Python
+//! client is `tests/grpcio.rs`).
 
 use crate::common;
-
-use std::process::Stdio;
 
 use common::{Env, LIMIT};
 use loona_hpack::{Decoder, Encoder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
-use tokio::process::Command;
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -126,59 +124,4 @@ async fn any_authority_a_client_sends_is_served() {
             "the VersionResponse names the runtime: {answer:?}"
         );
     }
-}
-
-/// The official Python gRPC client (C-core), which sends the socket path
-/// percent-encoded as `:authority`.
-const PYTHON: &str = r#"
-import sys, grpc
-for target in ("unix://" + sys.argv[1], "unix:" + sys.argv[1]):
-    with grpc.insecure_channel(target) as channel:
-        version = channel.unary_unary("/runtime.v1.RuntimeService/Version")
-        reply = version(b"", timeout=5)
-        assert b"fake-cri" in reply, reply
-        try:
-            channel.unary_unary("/runtime.v1.RuntimeService/ContainerStatus")(b"\n\x07missing", timeout=5)
-            raise SystemExit("ContainerStatus of a missing container succeeded")
-        except grpc.RpcError as error:
-            assert error.code() == grpc.StatusCode.NOT_FOUND, error
-print("grpcio-ok")
-"#;
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn official_python_grpc_client() {
-    let has_client = Command::new("python3")
-        .args(["-c", "import grpc"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .await
-        .is_ok_and(|s| s.success());
-    if !has_client {
-        eprintln!(
-            "SKIPPED official_python_grpc_client: python3 with the `grpcio` package not found (pip install grpcio)"
-        );
-        return;
-    }
-    let env = Env::start().await;
-    let out = tokio::time::timeout(
-        LIMIT * 4,
-        Command::new("python3")
-            .arg("-c")
-            .arg(PYTHON)
-            .arg(env.cri.socket_path())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("python finished in time")
-    .expect("python runs");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(
-        out.status.success() && stdout.contains("grpcio-ok"),
-        "{stdout}\n{stderr}"
-    );
 }

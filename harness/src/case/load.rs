@@ -390,6 +390,25 @@ steps:
     }
 
     #[test]
+    fn a_node_wide_fault_needs_a_node_of_its_own() {
+        let text = GOOD.replace(
+            "  - fault: {kill: {container: c}}\n",
+            "  - fault: {runtime: {runtimeReady: false}}\n",
+        );
+        let msg = one_error(&text, "good");
+        assert!(
+            msg.starts_with("cases/x/case.yaml:25:3:")
+                && msg.contains("needs `requires: [dedicated-node]`"),
+            "{msg}"
+        );
+        let dedicated = text.replace(
+            "requires: [runtime-control]",
+            "requires: [runtime-control, dedicated-node]",
+        );
+        parse(&dedicated, "good").expect("valid with a node of its own");
+    }
+
+    #[test]
     fn gone_with_fields_and_empty_patterns_are_rejected() {
         let text = GOOD.replace(
             "        - gone: true\n",

@@ -192,7 +192,8 @@ pub enum Step {
     Delete(Delete),
     /// Remove the pod's finalizers (the upstream tests keep deleted pods for inspection with one).
     RemoveFinalizers,
-    /// Inject a fault through the fake-cri control API; needs `requires: [runtime-control]`.
+    /// Inject a fault through the fake-cri control API; needs `requires: [runtime-control]`,
+    /// and `dedicated-node` as well for a fault that changes the whole node.
     Fault(Fault),
     /// Let time pass.
     Wait(CaseDuration),
@@ -200,7 +201,7 @@ pub enum Step {
     Expect(PodExpectation),
     /// What the node object and its Lease must show.
     ExpectNode(NodeExpectation),
-    /// What the node's container runtime holds for the pod; needs `requires: [runtime-control]`.
+    /// What the node's container runtime holds for the pod; needs `requires: [runtime-state]`.
     ExpectRuntime(RuntimeExpectation),
     /// Create a ConfigMap or Secret, or replace it if it exists.
     Apply(Object),
@@ -350,13 +351,6 @@ impl Fault {
 }
 
 impl Case {
-    /// Whether any step injects a fault that changes the whole node.
-    pub fn has_node_wide_fault(&self) -> bool {
-        self.steps
-            .iter()
-            .any(|s| matches!(s, Step::Fault(f) if f.is_node_wide()))
-    }
-
     /// Every object the case creates: `objects` and those of its `apply` steps.
     pub fn created_objects(&self) -> Vec<Object> {
         let applied = self.steps.iter().filter_map(|step| match step {

@@ -160,6 +160,12 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
                         "a `fault` step needs `requires: [runtime-control]` (setups without runtime control ignore the case)",
                     ));
                 }
+                if fault.is_node_wide() && !case.requires.contains(&Requirement::DedicatedNode) {
+                    out.push(problem(
+                        here(),
+                        "this fault changes the whole node: it needs `requires: [dedicated-node]`, so that no other case runs there",
+                    ));
+                }
                 if let Fault::Kill(kill) = fault
                     && !containers.contains(&kill.container.as_str())
                     && !init_containers.contains(&kill.container.as_str())

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::backend::BackendKind;
 use crate::case;
+use crate::out;
 use crate::report::Format;
 use crate::runner::Selection;
 
@@ -380,7 +381,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
                 filters: args.filter,
                 ..Default::default()
             };
-            let mut out = std::io::stdout().lock();
+            let mut text = String::new();
             for c in cases.iter().filter(|c| selection.matches(c)) {
                 let mut extra = Vec::new();
                 if !c.case.tags.is_empty() {
@@ -400,10 +401,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
                             .join(",")
                     ));
                 }
-                let _ = writeln!(out, "{}  [{}]", c.id, extra.join("; "));
                 let first = c.case.description.lines().next().unwrap_or_default();
-                let _ = writeln!(out, "    {first}");
+                text.push_str(&format!("{}  [{}]\n    {first}\n", c.id, extra.join("; ")));
             }
+            out(&text);
             Ok(0)
         }
         Command::Matrix(args) => matrix(&args),
@@ -414,7 +415,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
                 .map(|dir| crate::report::bundle::read(dir))
                 .collect::<Result<Vec<_>, _>>()?;
             let (text, differing) = crate::report::compare::render(&bundles, args.all);
-            print!("{text}");
+            out(&text);
             Ok(u8::from(differing > 0).into())
         }
         #[cfg(feature = "reference-agent")]
@@ -469,7 +470,7 @@ fn matrix(args: &MatrixArgs) -> Result<ExitCode, Error> {
                 source,
             })?
         }
-        None => print!("{text}"),
+        None => out(&text),
     }
     Ok(0)
 }
@@ -528,7 +529,7 @@ fn check(args: &CheckArgs) -> Result<ExitCode, Error> {
         eprintln!("error: {e}");
     }
     if errors.is_empty() {
-        println!("{ok} case{} OK", if ok == 1 { "" } else { "s" });
+        out(&format!("{ok} case{} OK\n", if ok == 1 { "" } else { "s" }));
         Ok(0)
     } else {
         Err(Error::BrokenCases {

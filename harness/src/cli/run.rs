@@ -15,6 +15,7 @@ use super::{Error, ExitCode, RunArgs, load};
 use crate::backend::{AgentSpec, BackendKind, Cluster, ClusterOptions, Nodes, node_groups};
 use crate::case::LoadedCase;
 use crate::case::features::Taxonomy;
+use crate::out;
 use crate::report::{self, Format, RunReport};
 use crate::runner::{Janitor, Runner, Selection};
 
@@ -307,17 +308,6 @@ pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
         }
     }
     Ok(exit_code(&reports))
-}
-
-/// Writes `text` to stdout. A write that fails (a closed pipe, a full disk) loses only
-/// the text: the run goes on, stops its nodes and writes its bundle, where `print!` would
-/// panic and leave them running.
-fn out(text: &str) {
-    use std::io::Write as _;
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush());
 }
 
 /// Where a group's bundle goes: `out` itself for a run of one group, `out/<label>` else.

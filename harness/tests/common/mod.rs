@@ -27,21 +27,17 @@ pub fn nodeconform(args: &[&str]) -> (i32, String, String) {
 }
 
 /// `examples/stuck_agent` (registers a node, never runs a pod), built by `cargo test`
-/// unless it was asked for one test target only; when it is missing, says so (the
-/// caller's test is then skipped).
-pub fn stuck_agent() -> Option<PathBuf> {
+/// unless it was asked for one test target only; when it is missing, why (the caller's
+/// test is then ignored with that reason).
+pub fn stuck_agent() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().ok();
-    let path = exe
-        .as_deref()
+    exe.as_deref()
         .and_then(|e| e.parent()?.parent())
         .map(|dir| dir.join("examples/stuck_agent"))
-        .filter(|p| p.exists());
-    if path.is_none() {
-        eprintln!(
-            "note: examples/stuck_agent is not built (run `cargo test` without --test); skipped"
-        );
-    }
-    path
+        .filter(|p| p.exists())
+        .ok_or_else(|| {
+            "examples/stuck_agent is not built (`cargo test` without --test builds it)".into()
+        })
 }
 
 /// A running `nodeconform up` and the lines it printed up to `export KUBECONFIG=…`.

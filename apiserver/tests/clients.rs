@@ -1,8 +1,9 @@
 //! Real clients no one here wrote: `kubectl` (every `kubectl.1.NN` found beside it, too)
-//! and the official Python client. A missing client is reported and the test skipped.
+//! and the official Python client. A test whose client is missing is ignored with the reason.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{ExitCode, Stdio};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, PostParams};
@@ -11,14 +12,32 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-use crate::WAIT;
+use nodeconform_testkit::{Suite, program, python_module};
 
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(name))
-            .find(|p| p.is_file())
-    })
+/// The bound on every wait in these tests.
+const WAIT: Duration = Duration::from_secs(10);
+
+const KUBECTL: &str = "install Debian's kubernetes-client";
+
+fn main() -> ExitCode {
+    let kubectl = || program("kubectl", KUBECTL);
+    Suite::new()
+        .async_test(
+            "kubectl_get_create_apply_delete_watch",
+            kubectl(),
+            kubectl_get_create_apply_delete_watch,
+        )
+        .async_test(
+            "every_kubectl_version_beside_it",
+            kubectl().and_then(|bin| kubectl_versions(&bin)),
+            every_kubectl_version_beside_it,
+        )
+        .async_test(
+            "official_python_client",
+            python_module("kubernetes", "kubernetes"),
+            |()| official_python_client(),
+        )
+        .run()
 }
 
 struct Kubectl {
@@ -95,14 +114,7 @@ data:
   a: '1'
 ";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_get_create_apply_delete_watch() {
-    let Some(bin) = find_on_path("kubectl") else {
-        eprintln!(
-            "SKIPPED kubectl_get_create_apply_delete_watch: no kubectl on PATH (install Debian's kubernetes-client)"
-        );
-        return;
-    };
+async fn kubectl_get_create_apply_delete_watch(bin: PathBuf) {
     let api = ApiServer::builder()
         .tls(true)
         .token(Some("kubectl-token".into()))
@@ -262,13 +274,9 @@ async fn kubectl_get_create_apply_delete_watch() {
     api.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_kubectl_version_beside_it() {
-    let Some(bin) = find_on_path("kubectl") else {
-        eprintln!("SKIPPED every_kubectl_version_beside_it: no kubectl on PATH");
-        return;
-    };
-    let dir = std::fs::canonicalize(&bin)
+/// Every `kubectl.1.NN` beside `bin` (where it really is, links followed), oldest first.
+fn kubectl_versions(bin: &Path) -> Result<Vec<PathBuf>, String> {
+    let dir = std::fs::canonicalize(bin)
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf));
     let mut versions: Vec<PathBuf> = dir
@@ -285,12 +293,12 @@ async fn every_kubectl_version_beside_it() {
         .unwrap_or_default();
     versions.sort();
     if versions.is_empty() {
-        eprintln!(
-            "SKIPPED every_kubectl_version_beside_it: no kubectl.1.NN beside {}",
-            bin.display()
-        );
-        return;
+        return Err(format!("no kubectl.1.NN beside {}", bin.display()));
     }
+    Ok(versions)
+}
+
+async fn every_kubectl_version_beside_it(versions: Vec<PathBuf>) {
     let api = ApiServer::builder().start().await.unwrap();
     let tmp = tempfile::tempdir().unwrap();
     for (i, v) in versions.iter().enumerate() {
@@ -347,21 +355,7 @@ v1.delete_namespaced_config_map("py", "default")
 print("python-ok")
 "#;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn official_python_client() {
-    let has_client = Command::new("python3")
-        .args(["-c", "import kubernetes"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .await
-        .is_ok_and(|s| s.success());
-    if !has_client {
-        eprintln!(
-            "SKIPPED official_python_client: python3 with the `kubernetes` package not found (pip install kubernetes)"
-        );
-        return;
-    }
     let api = ApiServer::builder()
         .tls(true)
         .token(Some("py".into()))
