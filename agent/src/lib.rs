@@ -72,6 +72,7 @@ pub mod lifecycle;
 pub mod log_reader;
 pub mod metrics;
 pub mod mirror_pods;
+pub mod mutants;
 pub mod node_features;
 pub mod node_lease;
 pub mod node_status;

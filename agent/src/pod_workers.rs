@@ -276,6 +276,10 @@ async fn sleep_until(at: Option<Instant>) {
 /// A force deletion (grace 0) thus stops containers with the spec's period,
 /// like upstream.
 pub fn grace_period(pod: &Pod) -> Duration {
+    use crate::mutants::{Mutant, active};
+    if active(Mutant::KillGraceOneSecond) {
+        return Duration::from_secs(1);
+    }
     let spec = pod
         .spec
         .as_ref()
@@ -284,7 +288,7 @@ pub fn grace_period(pod: &Pod) -> Duration {
     let secs = pod
         .metadata
         .deletion_grace_period_seconds
-        .filter(|g| *g > 0)
+        .filter(|g| *g > 0 && !active(Mutant::DeletionGraceIgnored))
         .unwrap_or(spec)
         .max(1);
     Duration::from_secs(u64::try_from(secs).unwrap_or(1))

@@ -68,7 +68,8 @@ pub fn normalize(old: Option<&PodStatus>, mut new: PodStatus, now: Timestamp) ->
     new.start_time = old
         .and_then(|o| o.start_time.clone())
         .or(new.start_time)
-        .or(Some(Time(now)));
+        .or(Some(Time(now)))
+        .filter(|_| !crate::mutants::active(crate::mutants::Mutant::StartTimeUnset));
     new
 }
 

@@ -135,12 +135,28 @@ pub struct PodState {
     actuated: resize::Actuated,
 }
 
+/// The crash-loop back-off: `timings`' initial delay, doubling up to its cap.
+fn crash_backoff(timings: &Timings) -> Backoff {
+    use crate::mutants::{Mutant, active};
+    let (mut initial, mut max) = (timings.crash_backoff_initial, timings.crash_backoff_max);
+    if active(Mutant::CrashBackoffHalf) {
+        initial /= 2;
+    }
+    if active(Mutant::CrashBackoffDouble) {
+        initial *= 2;
+    }
+    if active(Mutant::CrashBackoffConstant) {
+        max = initial;
+    }
+    Backoff::new(initial, max)
+}
+
 impl PodState {
     /// Fresh state.
     pub fn new(timings: &Timings) -> Self {
         Self {
             reasons: HashMap::new(),
-            crash: Backoff::new(timings.crash_backoff_initial, timings.crash_backoff_max),
+            crash: crash_backoff(timings),
             image: Backoff::new(timings.image_backoff_initial, timings.image_backoff_max),
             last_status: None,
             prober: Prober::default(),

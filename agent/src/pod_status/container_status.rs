@@ -258,6 +258,7 @@ pub(crate) fn convert_statuses(
                 .get(&status.name)
                 .copied()
                 .unwrap_or((true, true));
+            let ready = ready || crate::mutants::active(crate::mutants::Mutant::ReadinessIgnored);
             status.ready = running && ready;
             status.started = Some(running && started);
         }

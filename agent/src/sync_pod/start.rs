@@ -157,6 +157,9 @@ pub(super) async fn start(
     let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     let restart_count = match previous {
+        Some(p) if crate::mutants::active(crate::mutants::Mutant::RestartCountFrozen) => {
+            p.restart_count
+        }
         Some(p) => p.restart_count + 1,
         // The runtime lost the container (e.g. it restarted): continue from the
         // last reported count, like upstream does from the log directory.

@@ -19,6 +19,7 @@ use kube::api::DeleteParams;
 pub use super::node::NodeHandle;
 use super::node::{self, Launch};
 use super::{Error, Result};
+use crate::case::AgentTimings;
 
 /// The agent under test.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,7 +56,10 @@ impl AgentSpec {
     /// For report headers.
     pub fn describe(&self) -> String {
         match self {
-            AgentSpec::Reference => "reference agent (in process) + fake-cri".into(),
+            AgentSpec::Reference => match reference_mutant() {
+                Some(mutant) => format!("reference agent (in process, mutant {mutant}) + fake-cri"),
+                None => "reference agent (in process) + fake-cri".into(),
+            },
             AgentSpec::Command(t) => format!("agent command `{t}` + fake-cri"),
             AgentSpec::Kubelet(path) => format!("kubelet {} + fake-cri", path.display()),
             AgentSpec::Existing(n) => format!("existing {}", node_list(n)),
@@ -277,12 +281,15 @@ impl Nodes {
     }
 
     /// A node for the case `hint` (`area::name`): a fresh one, or the existing node that
-    /// runs the fewest cases (the first of them on a tie).
-    pub async fn acquire(&self, hint: &str) -> Result<NodeHandle> {
+    /// runs the fewest cases (the first of them on a tie). The reference agent runs with
+    /// `timings` (other agents with their own).
+    pub async fn acquire(&self, hint: &str, timings: AgentTimings) -> Result<NodeHandle> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let launch = match &self.spec {
             AgentSpec::Existing(names) => return self.least_busy(names),
-            AgentSpec::Reference => Launch::Reference { fast: true },
+            AgentSpec::Reference => Launch::Reference {
+                fast: timings == AgentTimings::Fast,
+            },
             AgentSpec::Command(template) => Launch::Command(template),
             AgentSpec::Kubelet(kubelet) => Launch::Kubelet(kubelet),
         };
@@ -390,6 +397,19 @@ pub async fn delete_node_objects(client: &kube::Client, name: &str) {
         let _ = leases.delete(name, &DeleteParams::default()).await;
     })
     .await;
+}
+
+/// The mutant the in-process reference agents of this run are (`run --mutant`), by its name.
+fn reference_mutant() -> Option<String> {
+    #[cfg(feature = "reference-agent")]
+    {
+        use clap::ValueEnum as _;
+        nodeconform_agent::mutants::selected()
+            .and_then(|m| m.to_possible_value())
+            .map(|v| v.get_name().to_string())
+    }
+    #[cfg(not(feature = "reference-agent"))]
+    None
 }
 
 #[cfg(test)]

@@ -390,6 +390,27 @@ steps:
     }
 
     #[test]
+    fn bounds_from_below_must_leave_time_and_count_from_an_earlier_pattern() {
+        let text = GOOD.replace(
+            "      within: 20s\n      states:\n        - phase: Failed\n",
+            "      within: 20s\n      states:\n        - phase: Failed\n          after: 20s\n          from: 0\n",
+        );
+        let errors = parse(&text, "good").expect_err("invalid");
+        let all: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(all.len(), 2, "{all:#?}");
+        assert!(
+            all.iter()
+                .any(|m| m.contains("states[0]: `after: 20s` is not less than `within: 20s`")),
+            "{all:#?}"
+        );
+        assert!(
+            all.iter()
+                .any(|m| m.contains("states[0]: `from: 0`: no pattern comes before it")),
+            "{all:#?}"
+        );
+    }
+
+    #[test]
     fn a_node_wide_fault_needs_a_node_of_its_own() {
         let text = GOOD.replace(
             "  - fault: {kill: {container: c}}\n",

@@ -51,6 +51,12 @@ pub struct Case {
     /// The overall time budget of the case (default 60 s).
     #[serde(default = "default_timeout")]
     pub timeout: CaseDuration,
+    /// The agent timings the case checks. `upstream`: the harness's own agent runs it with
+    /// the kubelet's timings (10 s crash-loop back-off, 10 s node status, 40 s lease, …),
+    /// not the shortened ones it runs other cases with, so a bound from below means what
+    /// upstream means; any other agent runs every case with its own timings.
+    #[serde(default)]
+    pub timings: AgentTimings,
     /// The Pod under test; the harness sets its namespace and `spec.nodeName`.
     pub pod: Box<Pod>,
     /// The pod is a static pod: `create` writes it as a manifest into the
@@ -79,6 +85,18 @@ impl Case {
             until: self.until,
         }
     }
+}
+
+/// Which timings the harness's own agent runs a case with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AgentTimings {
+    /// Shortened (the reference agent's `Timings::fast()`): the case checks no timing, so
+    /// it need not wait as long as upstream waits.
+    #[default]
+    Fast,
+    /// The kubelet's own.
+    Upstream,
 }
 
 /// An upstream e2e test a case mirrors.

@@ -99,6 +99,15 @@ pub struct PodPattern {
     /// Bound for this pattern, counted from the state that matched the pattern before it (or the step start).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub within: Option<CaseDuration>,
+    /// Bound from below, counted as `within` is: the first state that matches must not come
+    /// sooner (a back-off, a probe period or a grace period that is too short fails).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<CaseDuration>,
+    /// Count `within` and `after` from the state that matched `states[from]` of this step (an
+    /// earlier pattern) instead of the pattern just before: the interval between two states
+    /// with others between them (a container's exit, its CrashLoopBackOff, its restart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<usize>,
     /// The pod object was removed from the API (a `DELETED` event); excludes every other field.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gone: bool,

@@ -358,7 +358,38 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
                     };
                     check_pattern(p, &which, &containers, &init_containers, i, &mut out);
                 }
+                for (j, p) in expect.states.iter().enumerate() {
+                    if let Some(from) = p.from.filter(|&k| k >= j) {
+                        let message = match j {
+                            0 => format!("states[0]: `from: {from}`: no pattern comes before it"),
+                            _ => format!(
+                                "states[{j}]: `from: {from}` must name an earlier pattern of this step (0 to {})",
+                                j - 1
+                            ),
+                        };
+                        out.push(problem(here(), message));
+                    }
+                    let within = p.within.or(expect.within);
+                    if let (Some(after), Some(within)) = (p.after, within)
+                        && after.get() >= within.get()
+                    {
+                        out.push(problem(
+                            here(),
+                            format!(
+                                "states[{j}]: `after: {after}` is not less than `within: {within}`: no time is left to match"
+                            ),
+                        ));
+                    }
+                }
                 for (j, p) in expect.never.iter().enumerate() {
+                    if p.after.is_some() || p.from.is_some() {
+                        out.push(problem(
+                            here(),
+                            format!(
+                                "never[{j}]: `after` and `from` do not apply to `never` patterns"
+                            ),
+                        ));
+                    }
                     if p.within.is_some() {
                         out.push(problem(
                             here(),

@@ -1,5 +1,7 @@
 //! The `nodeconform` command line: `run` ([`run`]), `up`, `list`, `check`, `matrix`.
 
+#[cfg(feature = "mutants")]
+mod mutants;
 mod run;
 
 use std::io::Write as _;
@@ -47,6 +49,10 @@ pub enum Command {
     /// runtime runs it this way, as a process in the node's namespaces).
     #[cfg(feature = "reference-agent")]
     Agent(Box<nodeconform_agent::cli::Args>),
+    /// The mutation score: the suite against the reference agent with each kubelet rule
+    /// broken on purpose, and which cases catch each (only with the `mutants` feature).
+    #[cfg(feature = "mutants")]
+    Mutants(mutants::MutantsArgs),
 }
 
 /// `nodeconform images`.
@@ -198,6 +204,11 @@ pub struct RunArgs {
     /// Run only the cases that failed in this bundle (`--out` of an earlier run).
     #[arg(long, value_name = "DIR", conflicts_with = "filter")]
     pub rerun_failed: Option<PathBuf>,
+    /// The reference agent with this kubelet rule broken on purpose (see `nodeconform
+    /// mutants`); only in builds with the `mutants` feature.
+    #[cfg(feature = "mutants")]
+    #[arg(long, value_enum, value_name = "MUTANT", conflicts_with_all = ["agent_cmd", "kubelet", "node", "all_nodes", "node_selector", "runtime"])]
+    pub mutant: Option<nodeconform_agent::mutants::Mutant>,
     /// Run cases whose `area::name` contains any of these.
     pub filter: Vec<String>,
 }
@@ -447,6 +458,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(0)
         }
         Command::Run(args) => run::run_cases(*args).await,
+        #[cfg(feature = "mutants")]
+        Command::Mutants(args) => mutants::run(&args).await,
         Command::Up(args) => up(args).await,
     }
 }

@@ -161,6 +161,10 @@ pub(super) async fn run_cases(args: RunArgs) -> Result<ExitCode, Error> {
     let Some((selected, taxonomy)) = select(&args)? else {
         return Ok(0);
     };
+    #[cfg(feature = "mutants")]
+    if let Some(mutant) = args.mutant {
+        nodeconform_agent::mutants::select(mutant);
+    }
     let profile = match &args.profile {
         Some(path) => Some(crate::profile::Profile::load(path, &taxonomy)?),
         None => None,

@@ -58,6 +58,19 @@ pub enum Failure {
         /// The last state considered and what differed, if any state was seen.
         closest: Option<String>,
     },
+    /// The first state to match a pattern came sooner than its `after`.
+    TooEarly {
+        /// Index in `states`.
+        pattern_index: usize,
+        /// The pattern, as YAML.
+        pattern: String,
+        /// The bound from below.
+        after_ms: u128,
+        /// When both bounds started, since the case start.
+        since_ms: u128,
+        /// The matching state's summary.
+        state: String,
+    },
     /// A `never` pattern matched a state.
     Forbidden {
         /// Index in `never`.
@@ -90,6 +103,18 @@ impl std::fmt::Display for Failure {
                 }
                 Ok(())
             }
+            Failure::TooEarly {
+                pattern_index,
+                pattern,
+                after_ms,
+                since_ms,
+                state,
+            } => write!(
+                f,
+                "states[{pattern_index}] seen sooner than {:.1}s after +{:.3}s: {pattern}\n  state: {state}",
+                *after_ms as f64 / 1000.0,
+                *since_ms as f64 / 1000.0
+            ),
             Failure::Forbidden {
                 pattern_index,
                 pattern,
@@ -148,13 +173,20 @@ pub fn evaluate(exp: &PodExpectation, states: &[State], start: Start, now: Durat
     }
     let mut cursor = start.cursor;
     let mut anchor = start.at;
+    // When each pattern matched: what a later pattern's `from` counts from.
+    let mut matched: Vec<Duration> = Vec::with_capacity(exp.states.len());
     for (i, p) in exp.states.iter().enumerate() {
         let within = p
             .within
             .or(exp.within)
             .map(|d| d.get())
             .unwrap_or(start.default_within);
-        let deadline = anchor + within;
+        // The bounds start at the state `from` names (validated to be an earlier pattern).
+        let base = p
+            .from
+            .and_then(|k| matched.get(k).copied())
+            .unwrap_or(anchor);
+        let deadline = base + within;
         let found = states
             .iter()
             .enumerate()
@@ -162,9 +194,19 @@ pub fn evaluate(exp: &PodExpectation, states: &[State], start: Start, now: Durat
             .take_while(|(_, s)| s.at <= deadline)
             .find(|(_, s)| mismatch(p, s).is_none());
         match found {
+            Some((_, s)) if p.after.is_some_and(|after| s.at < base + after.get()) => {
+                return Progress::Failed(Failure::TooEarly {
+                    pattern_index: i,
+                    pattern: pattern_text(p),
+                    after_ms: p.after.map_or(0, |a| a.get().as_millis()),
+                    since_ms: base.as_millis(),
+                    state: s.summary(),
+                });
+            }
             Some((idx, s)) => {
                 cursor = idx;
                 anchor = anchor.max(s.at);
+                matched.push(s.at);
             }
             None => {
                 let late_state = states.iter().skip(cursor).any(|s| s.at > deadline);
@@ -183,7 +225,7 @@ pub fn evaluate(exp: &PodExpectation, states: &[State], start: Start, now: Durat
                         pattern_index: i,
                         pattern: pattern_text(p),
                         within_ms: within.as_millis(),
-                        since_ms: anchor.as_millis(),
+                        since_ms: base.as_millis(),
                         closest,
                     });
                 }
@@ -297,6 +339,76 @@ mod tests {
             evaluate(&e, &states, start(), Duration::from_secs(5)),
             Progress::Failed(Failure::NotSeen {
                 pattern_index: 1,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_state_sooner_than_after_fails_and_one_between_the_bounds_passes() {
+        let e = exp("states:\n- phase: Running\n- {phase: Failed, after: 2s, within: 4s}\n");
+        match evaluate(
+            &e,
+            &[running(1000), failed(2500)],
+            start(),
+            Duration::from_secs(3),
+        ) {
+            Progress::Failed(
+                f @ Failure::TooEarly {
+                    pattern_index: 1, ..
+                },
+            ) => {
+                let text = f.to_string();
+                assert!(
+                    text.starts_with("states[1] seen sooner than 2.0s after +1.000s"),
+                    "{text}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            evaluate(
+                &e,
+                &[running(1000), failed(3500)],
+                start(),
+                Duration::from_secs(4)
+            ),
+            Progress::Done { cursor: 1 }
+        );
+        assert!(matches!(
+            evaluate(
+                &e,
+                &[running(1000), failed(5500)],
+                start(),
+                Duration::from_secs(6)
+            ),
+            Progress::Failed(Failure::NotSeen {
+                pattern_index: 1,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn from_counts_the_bounds_from_an_earlier_pattern() {
+        // Failed 3 s after the first Running, with a Pending between them.
+        let e = exp(
+            "states:\n- phase: Running\n- phase: Pending\n- {phase: Failed, from: 0, after: 2500ms, within: 4s}\n",
+        );
+        let states = [running(1000), pending(3000), failed(4000)];
+        assert_eq!(
+            evaluate(&e, &states, start(), Duration::from_secs(5)),
+            Progress::Done { cursor: 2 }
+        );
+        // Counted from the Pending instead, 1 s is too soon.
+        let e = exp(
+            "states:\n- phase: Running\n- phase: Pending\n- {phase: Failed, after: 2500ms, within: 4s}\n",
+        );
+        assert!(matches!(
+            evaluate(&e, &states, start(), Duration::from_secs(5)),
+            Progress::Failed(Failure::TooEarly {
+                pattern_index: 2,
+                since_ms: 3000,
                 ..
             })
         ));

@@ -97,7 +97,10 @@ pub async fn run(
     let start = Instant::now();
     let case = &loaded.case;
     let mut report = CaseReport::of(loaded);
-    let node = match nodes.acquire(&loaded.id.to_string()).await {
+    let node = match nodes
+        .acquire(&loaded.id.to_string(), loaded.case.timings)
+        .await
+    {
         Ok(n) => n,
         Err(e) => {
             report.outcome = Outcome::Failed;
