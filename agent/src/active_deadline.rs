@@ -26,6 +26,7 @@ pub fn deadline(pod: &Pod, start_time: Option<&Time>) -> Option<SystemTime> {
 /// `pastActiveDeadline`: whether the pod has been active for its deadline or longer.
 pub fn is_past(pod: &Pod, start_time: Option<&Time>, now: SystemTime) -> bool {
     deadline(pod, start_time).is_some_and(|at| now >= at)
+        && !crate::mutants::active(crate::mutants::Mutant::ActiveDeadlineIgnored)
 }
 
 #[cfg(test)]

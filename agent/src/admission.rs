@@ -298,6 +298,9 @@ fn is_extended(name: &str) -> bool {
 /// `GetRequiredNodeAffinity(pod).Match(node)`: `nodeSelector` and the required
 /// node affinity terms (any term; all requirements within one).
 fn matches_node_affinity(pod: &Pod, node: &Node) -> bool {
+    if crate::mutants::active(crate::mutants::Mutant::NodeAffinityIgnored) {
+        return true;
+    }
     let Some(spec) = pod.spec.as_ref() else {
         return true;
     };

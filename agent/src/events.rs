@@ -107,6 +107,9 @@ impl Recorder {
         reason: impl Into<Cow<'static, str>>,
         message: String,
     ) {
+        if crate::mutants::active(crate::mutants::Mutant::EventsNotRecorded) {
+            return;
+        }
         let field_path = container.map(|name| {
             let init = pod
                 .spec
@@ -131,6 +134,9 @@ impl Recorder {
 
     /// An event about this node (its UID is its name, as the kubelet's node reference has it).
     pub fn node(&self, type_: Type, reason: impl Into<Cow<'static, str>>, message: String) {
+        if crate::mutants::active(crate::mutants::Mutant::EventsNotRecorded) {
+            return;
+        }
         let object = Involved {
             kind: "Node",
             namespace: None,

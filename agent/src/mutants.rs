@@ -32,6 +32,57 @@ pub enum Mutant {
     /// A container is reported ready while it runs, whatever its readiness probe says
     /// (`prober_manager.UpdatePodStatus`).
     ReadinessIgnored,
+    /// A failed liveness or startup probe never kills the container (`computePodActions`).
+    LivenessIgnored,
+    /// A probe fails after one failed try, whatever its `failureThreshold` (`worker.doProbe`).
+    ProbeFailureThresholdOne,
+    /// Probes run twice as often as their `periodSeconds` says (`worker.run`).
+    ProbePeriodHalf,
+    /// A `postStart` hook is not run (`kuberuntime_container.startContainer`).
+    PostStartSkipped,
+    /// A `preStop` hook is not run (`killContainer`).
+    PreStopSkipped,
+    /// `$(VAR)` references in `command`, `args` and `env` stay unexpanded (`expansion.Expand`).
+    EnvExpansionSkipped,
+    /// `imagePullPolicy: Always` pulls only a missing image (`EnsureImageExists`).
+    PullAlwaysIgnored,
+    /// The pod's readiness gates are left out of its Ready condition
+    /// (`GeneratePodReadyCondition`).
+    ReadinessGatesIgnored,
+    /// Every status write stamps each condition's `lastTransitionTime` anew, changed or not
+    /// (the status manager keeps it while the status stays).
+    TransitionTimeRestamped,
+    /// A container of a `restartPolicy: OnFailure` pod that succeeded is started again
+    /// (`ContainerShouldRestart`).
+    OnFailureRestartsSuccess,
+    /// Housekeeping leaves the containers and sandboxes of pods it no longer knows
+    /// (`HandlePodCleanups`).
+    OrphansKept,
+    /// `status.hostIP` and `hostIPs` are never set (`generateAPIPodStatus`).
+    HostIpUnset,
+    /// `activeDeadlineSeconds` is never enforced (`pastActiveDeadline`).
+    ActiveDeadlineIgnored,
+    /// The node's Lease is written once and never renewed (`nodelease.controller`).
+    LeaseNotRenewed,
+    /// The file at `terminationMessagePath` is not read (`getTerminationMessage`).
+    TerminationMessageIgnored,
+    /// A pod whose `nodeSelector` or required node affinity the node does not match is
+    /// admitted (`NodeAffinity` admission).
+    NodeAffinityIgnored,
+    /// The spec's `terminationGracePeriodSeconds` is ignored for the default 30 s
+    /// (`calculateEffectiveGracePeriod`).
+    SpecGraceIgnored,
+    /// A failed pull is retried at once, with no image pull back-off (`ImagePullBackOff`).
+    ImageBackoffNone,
+    /// A pod whose containers all succeeded is reported Failed (`getPhase`).
+    SucceededAsFailed,
+    /// A failed init container that will not restart does not fail the pod (`getPhase`).
+    FailedInitIgnored,
+    /// No event is recorded (the kubelet's `EventRecorder`).
+    EventsNotRecorded,
+    /// Downward-API volumes are not rewritten when the pod's labels or annotations change
+    /// (the kubelet remounts them when it syncs the updated pod).
+    DownwardApiStale,
 }
 
 static SELECTED: OnceLock<Mutant> = OnceLock::new();

@@ -60,11 +60,16 @@ pub async fn run(
     let name = node.metadata.name.clone().unwrap_or_default();
     let mut tick = tokio::time::interval(timings.node_lease_renew_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut written = false;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = shutdown.changed() => return,
         }
+        if written && crate::mutants::active(crate::mutants::Mutant::LeaseNotRenewed) {
+            continue;
+        }
+        written = true;
         // A conflict (someone else wrote the Lease) re-reads it and retries at once.
         let mut result = renew(&api, &node, &name, &timings, &metrics).await;
         for _ in 0..2 {

@@ -172,7 +172,10 @@ pub fn generate(input: &Input<'_>) -> PodStatus {
         s.pod_ips = old.pod_ips.clone();
     }
     let host_network = pod.spec.as_ref().and_then(|s| s.host_network) == Some(true);
-    if let Some(host_ip) = input.host_ip {
+    let host_ip = input
+        .host_ip
+        .filter(|_| !crate::mutants::active(crate::mutants::Mutant::HostIpUnset));
+    if let Some(host_ip) = host_ip {
         s.host_ip = Some(host_ip.to_owned());
         s.host_ips = Some(vec![HostIP {
             ip: host_ip.to_owned(),

@@ -284,6 +284,7 @@ pub fn grace_period(pod: &Pod) -> Duration {
         .spec
         .as_ref()
         .and_then(|s| s.termination_grace_period_seconds)
+        .filter(|_| !active(Mutant::SpecGraceIgnored))
         .unwrap_or(30);
     let secs = pod
         .metadata

@@ -46,7 +46,10 @@ pub fn container_should_restart(container: &Container, pod: &Pod, exit_code: i32
     };
     match policy {
         "Never" => false,
-        "OnFailure" => exit_code != 0,
+        "OnFailure" => {
+            exit_code != 0
+                || crate::mutants::active(crate::mutants::Mutant::OnFailureRestartsSuccess)
+        }
         _ => true,
     }
 }

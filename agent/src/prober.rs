@@ -64,7 +64,11 @@ impl ProbeState {
     }
 
     fn period(&self) -> Duration {
-        secs(self.spec.period_seconds, 10)
+        let period = secs(self.spec.period_seconds, 10);
+        match crate::mutants::active(crate::mutants::Mutant::ProbePeriodHalf) {
+            true => period / 2,
+            false => period,
+        }
     }
 
     /// Records one result; returns true if the state changed.
@@ -78,7 +82,11 @@ impl ProbeState {
             self.successes = 0;
         }
         let success_threshold = self.spec.success_threshold.unwrap_or(1).max(1);
-        let failure_threshold = self.spec.failure_threshold.unwrap_or(3).max(1);
+        let failure_threshold =
+            match crate::mutants::active(crate::mutants::Mutant::ProbeFailureThresholdOne) {
+                true => 1,
+                false => self.spec.failure_threshold.unwrap_or(3).max(1),
+            };
         let new = if ok && self.successes >= success_threshold {
             true
         } else if !ok && self.failures >= failure_threshold {

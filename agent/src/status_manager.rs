@@ -54,7 +54,8 @@ pub fn normalize(old: Option<&PodStatus>, mut new: PodStatus, now: Timestamp) ->
         let kept = old_conditions
             .iter()
             .find(|o| o.type_ == c.type_ && o.status == c.status)
-            .and_then(|o| o.last_transition_time.clone());
+            .and_then(|o| o.last_transition_time.clone())
+            .filter(|_| !crate::mutants::active(crate::mutants::Mutant::TransitionTimeRestamped));
         if c.last_transition_time.is_none() || kept.is_some() {
             c.last_transition_time = Some(kept.unwrap_or(Time(now)));
         }

@@ -157,7 +157,10 @@ impl PodState {
         Self {
             reasons: HashMap::new(),
             crash: crash_backoff(timings),
-            image: Backoff::new(timings.image_backoff_initial, timings.image_backoff_max),
+            image: match crate::mutants::active(crate::mutants::Mutant::ImageBackoffNone) {
+                true => Backoff::new(Duration::ZERO, Duration::ZERO),
+                false => Backoff::new(timings.image_backoff_initial, timings.image_backoff_max),
+            },
             last_status: None,
             prober: Prober::default(),
             runtime: runtime::StatusCache::default(),
@@ -343,7 +346,10 @@ async fn sync_running(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime
     state.prober.run_due(&ctx.runtime, pod_ip.as_deref()).await;
     report_unhealthy(ctx, state, pod);
     let mut killed = false;
-    let kills = state.prober.take_kills();
+    let mut kills = state.prober.take_kills();
+    if crate::mutants::active(crate::mutants::Mutant::LivenessIgnored) {
+        kills.clear();
+    }
     // Sidecars are restarted whatever the pod's policy and do not keep a pod alive:
     // the plan is the app containers'.
     let sidecar = |name: &str| {

@@ -285,6 +285,9 @@ impl Volumes {
     /// were written: the kubelet rewrites those volumes when it syncs the updated pod
     /// (their plugins require a remount), not a `syncFrequency` later.
     pub fn downward_stale(&self, pod: &Pod) -> bool {
+        if crate::mutants::active(crate::mutants::Mutant::DownwardApiStale) {
+            return false;
+        }
         self.downward_metadata
             .as_ref()
             .is_some_and(|m| *m != metadata(pod))

@@ -101,6 +101,7 @@ pub fn ready_condition(
         .spec
         .as_ref()
         .and_then(|s| s.readiness_gates.as_deref())
+        .filter(|_| !crate::mutants::active(crate::mutants::Mutant::ReadinessGatesIgnored))
         .unwrap_or_default()
     {
         match conditions.iter().find(|c| c.type_ == gate.condition_type) {

@@ -98,8 +98,12 @@ pub fn get_phase(
             Counted::Unknown => unknown += 1,
         }
     }
-    if failed_init > 0 {
+    if failed_init > 0 && !crate::mutants::active(crate::mutants::Mutant::FailedInitIgnored) {
         return FAILED;
+    }
+    if crate::mutants::active(crate::mutants::Mutant::SucceededAsFailed) {
+        // No stopped container counts as succeeded.
+        succeeded = 0;
     }
     if pending_regular_init > 0 || (pending_sidecars > 0 && !initialized) || waiting > 0 {
         return PENDING;

@@ -46,6 +46,9 @@ pub(super) async fn create_termination_file(path: PathBuf) -> std::io::Result<()
 /// `terminationMessagePath` (the kubelet's `getTerminationMessage`): "" when
 /// there is no such mount, the kubelet's error text when it cannot be read.
 pub(super) async fn termination_message_from_file(status: &cri::ContainerStatus) -> String {
+    if crate::mutants::active(crate::mutants::Mutant::TerminationMessageIgnored) {
+        return String::new();
+    }
     let Some(path) = status.annotations.get(TERMINATION_MESSAGE_PATH_ANNOTATION) else {
         return String::new();
     };

@@ -14,6 +14,9 @@ use crate::pod_status::Reason;
 /// The effective pull policy: the spec's, else `Always` for `:latest` or no tag, else `IfNotPresent`.
 pub fn pull_policy(container: &Container) -> &str {
     if let Some(p) = container.image_pull_policy.as_deref() {
+        if p == "Always" && crate::mutants::active(crate::mutants::Mutant::PullAlwaysIgnored) {
+            return "IfNotPresent";
+        }
         return p;
     }
     let image = container.image.as_deref().unwrap_or_default();

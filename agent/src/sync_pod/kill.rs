@@ -125,7 +125,8 @@ pub(super) async fn kill_container(
     let spec = container_spec(pod, kill.name);
     let hook = spec
         .and_then(|c| c.lifecycle.as_ref())
-        .and_then(|l| l.pre_stop.as_ref());
+        .and_then(|l| l.pre_stop.as_ref())
+        .filter(|_| !crate::mutants::active(crate::mutants::Mutant::PreStopSkipped));
     if let (Some(container), Some(hook)) = (spec, hook)
         && !grace.is_zero()
     {

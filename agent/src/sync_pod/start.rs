@@ -371,6 +371,7 @@ async fn post_start(
         .lifecycle
         .as_ref()
         .and_then(|l| l.post_start.as_ref())
+        .filter(|_| !crate::mutants::active(crate::mutants::Mutant::PostStartSkipped))
     else {
         return Ok(());
     };

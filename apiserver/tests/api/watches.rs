@@ -181,7 +181,7 @@ async fn bookmarks_timeouts_and_expiry() {
     let started = std::time::Instant::now();
     while w.next().await.is_some() {}
     assert!(
-        started.elapsed() < Duration::from_secs(3),
+        started.elapsed() < Duration::from_secs(10),
         "timeoutSeconds ends the watch"
     );
 

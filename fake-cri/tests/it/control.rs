@@ -289,7 +289,8 @@ async fn fail_next_calls_over_http() {
 #[tokio::test]
 async fn delay_next_call() {
     let env = &mut Env::start().await;
-    let delay = Duration::from_millis(300);
+    // Long enough that an undelayed call under load (CI runs tests side by side) stays under it.
+    let delay = Duration::from_secs(2);
     env.cri.control().delay_next("Version", 1, delay).unwrap();
     let started = Instant::now();
     version(env).await.unwrap();
@@ -304,7 +305,11 @@ async fn delay_next_call() {
 
     // Over HTTP, with and without a failure after the delay.
     let (code, body) = env
-        .http("POST", "/v1/faults", r#"{"rpc": "Status", "delayMs": 300}"#)
+        .http(
+            "POST",
+            "/v1/faults",
+            r#"{"rpc": "Status", "delayMs": 2000}"#,
+        )
         .await;
     assert_eq!(code, 200, "{body}");
     let started = Instant::now();
@@ -314,7 +319,7 @@ async fn delay_next_call() {
         .http(
             "POST",
             "/v1/faults",
-            r#"{"rpc": "Version", "delayMs": 300, "code": "DeadlineExceeded"}"#,
+            r#"{"rpc": "Version", "delayMs": 2000, "code": "DeadlineExceeded"}"#,
         )
         .await;
     assert_eq!(code, 200);

@@ -432,7 +432,8 @@ async fn image_programs_and_no_command_are_servers_that_exit_0_on_term() {
     for id in [&nginx, &default] {
         let started = Instant::now();
         env.stop(id, 30).await.unwrap();
-        assert!(started.elapsed() < Duration::from_secs(1));
+        // At TERM, not at the end of the 30 s grace period.
+        assert!(started.elapsed() < Duration::from_secs(10));
         let status = env.status(id).await.unwrap();
         assert_eq!((status.exit_code, status.reason.as_str()), (0, "Completed"));
     }

@@ -327,8 +327,9 @@ async fn removing_a_running_container_kills_it() {
     let id = env.run(&sandbox, "c", "sleep 600").await;
     let started = Instant::now();
     env.remove(&id).await.unwrap();
+    // At once: the container ignores TERM, so anything else would wait for ever.
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(10),
         "removal killed at once"
     );
     expect_code(env.status(&id).await, Code::NotFound);
@@ -352,7 +353,7 @@ async fn stopping_a_sandbox_kills_its_containers() {
     let started = Instant::now();
     env.stop_sandbox(&sandbox).await.unwrap();
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(10),
         "sandbox stop kills, it does not wait for TERM"
     );
     for id in [&untrapped, &trapped] {

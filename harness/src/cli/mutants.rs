@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use clap::{Args, ValueEnum};
+use futures::StreamExt as _;
 use nodeconform_agent::mutants::Mutant;
 
 use super::{Error, ExitCode, default_cases_dir};
@@ -32,6 +33,9 @@ pub struct MutantsArgs {
     /// Cases run at once in each run (as `run --jobs`).
     #[arg(long, short)]
     pub jobs: Option<usize>,
+    /// Mutants whose runs go on at once (after the baseline, which runs alone).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub parallel: usize,
     /// The cases directory.
     #[arg(long, default_value_os_t = default_cases_dir())]
     pub cases: PathBuf,
@@ -60,30 +64,45 @@ pub(super) async fn run(args: &MutantsArgs) -> Result<ExitCode, Error> {
         args.mutants.iter().copied().collect()
     };
     let baseline = passed(&run_suite(args, "baseline", &[]).await?)?;
-    let mut verdicts = Vec::new();
-    for mutant in mutants {
-        let name = name(mutant);
-        let first = failed(&run_suite(args, &name, &["--mutant", &name]).await?)?;
-        let again = if first.is_empty() {
-            BTreeSet::new()
-        } else {
-            let bundle = args.out.join(&name);
-            let bundle = bundle.to_string_lossy();
-            let extra = ["--mutant", &name, "--rerun-failed", &bundle];
-            failed(&run_suite(args, &format!("{name}-again"), &extra).await?)?
-        };
-        let caught_by = first
-            .intersection(&again)
-            .filter(|case| baseline.contains(*case))
-            .cloned()
-            .collect();
-        verdicts.push(Verdict { mutant, caught_by });
-    }
+    // The runs mostly wait on cases that hold a state for minutes, so several fit beside
+    // each other; a case that fails by chance under that load is filtered out by its rerun.
+    let mut verdicts: Vec<Verdict> = futures::stream::iter(mutants)
+        .map(|mutant| judge(args, mutant, &baseline))
+        .buffer_unordered(args.parallel.max(1))
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()?;
+    verdicts.sort_by_key(|v| v.mutant);
     let text = render(&verdicts);
     let score = args.out.join("score.md");
     std::fs::write(&score, &text).map_err(io(&score))?;
     out(&text);
     Ok(i32::from(verdicts.iter().any(|v| v.caught_by.is_empty())))
+}
+
+/// Runs the suite on `mutant`, its failed cases once more, and says which cases caught it.
+async fn judge(
+    args: &MutantsArgs,
+    mutant: Mutant,
+    baseline: &BTreeSet<String>,
+) -> Result<Verdict, Error> {
+    let name = name(mutant);
+    let first = failed(&run_suite(args, &name, &["--mutant", &name]).await?)?;
+    let again = if first.is_empty() {
+        BTreeSet::new()
+    } else {
+        let bundle = args.out.join(&name);
+        let bundle = bundle.to_string_lossy();
+        let extra = ["--mutant", &name, "--rerun-failed", &bundle];
+        failed(&run_suite(args, &format!("{name}-again"), &extra).await?)?
+    };
+    let caught_by = first
+        .intersection(&again)
+        .filter(|case| baseline.contains(*case))
+        .cloned()
+        .collect();
+    Ok(Verdict { mutant, caught_by })
 }
 
 /// A mutant's name on the command line.
