@@ -83,6 +83,10 @@ pub enum Mutant {
     /// Downward-API volumes are not rewritten when the pod's labels or annotations change
     /// (the kubelet remounts them when it syncs the updated pod).
     DownwardApiStale,
+    /// An in-place resize is reported as done without `UpdateContainerResources`: the
+    /// status shows the new resources, the container keeps the old ones
+    /// (`doPodResizeAction`).
+    ResizeNotActuated,
 }
 
 static SELECTED: OnceLock<Mutant> = OnceLock::new();

@@ -191,9 +191,11 @@ pub(super) async fn update(
     running: &runtime::Container,
 ) -> runtime::Result<()> {
     let want = runtime::effective(pod, spec);
-    runtime
-        .update_container_resources(&running.id, runtime::linux_resources(Some(&want)))
-        .await?;
+    if !crate::mutants::active(crate::mutants::Mutant::ResizeNotActuated) {
+        runtime
+            .update_container_resources(&running.id, runtime::linux_resources(Some(&want)))
+            .await?;
+    }
     actuated.containers.insert(running.id.clone(), want);
     Ok(())
 }

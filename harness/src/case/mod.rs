@@ -22,7 +22,7 @@ pub use object_steps::{DeleteObject, PatchStep, PatchType, Subresource, Target};
 pub use observe::{EventExpectation, EventPattern, EventSubject, EventType, LogExpectation};
 pub use pattern::{
     ConditionPattern, ConditionStatus, ContainerPattern, ContainerStateKind, NodeExpectation,
-    Phase, PodExpectation, PodPattern, RuntimeExpectation,
+    Phase, PodExpectation, PodPattern, RuntimeExpectation, RuntimeResources,
 };
 pub use streams::{ExecStep, PortForwardStep, TextMatch};
 pub use version::{MinorVersion, Versions};

@@ -408,7 +408,8 @@ pub struct NodeExpectation {
     pub allocatable: Vec<String>,
 }
 
-/// `expectRuntime`: what the node's container runtime (fake-cri) holds for the case's pod; needs `runtime-control`.
+/// `expectRuntime`: what the node's container runtime holds for the case's pod, read through its CRI
+/// socket; needs `runtime-state`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RuntimeExpectation {
@@ -421,4 +422,28 @@ pub struct RuntimeExpectation {
     /// How many of the pod's sandboxes are ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_sandboxes: Option<usize>,
+    /// The Linux resources the runtime reports for each named running container
+    /// (`ContainerStatus.resources`): what the agent created it with, or last updated it to
+    /// with `UpdateContainerResources` — an in-place resize the agent never sent shows here.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub containers: BTreeMap<String, RuntimeResources>,
+}
+
+/// A container's Linux resources in the runtime, as CRI's `LinuxContainerResources` names
+/// them; a field left out is not checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RuntimeResources {
+    /// `cpu_shares` (from the CPU request: `milliCPUToShares`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_shares: Option<i64>,
+    /// `cpu_quota` (from the CPU limit: `milliCPUToQuota`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<i64>,
+    /// `cpu_period`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_period: Option<i64>,
+    /// `memory_limit_in_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_in_bytes: Option<i64>,
 }

@@ -510,9 +510,11 @@ impl Ctx<'_> {
             .unwrap_or(Duration::from_secs(30));
         let until = (Instant::now() + within).min(self.deadline);
         loop {
-            let pod = super::runtime_state::read(endpoint, &self.namespace, &self.pod_name)
-                .await
-                .map_err(|e| crate::error_chain(&e))?;
+            let resources = !exp.containers.is_empty();
+            let pod =
+                super::runtime_state::read(endpoint, &self.namespace, &self.pod_name, resources)
+                    .await
+                    .map_err(|e| crate::error_chain(&e))?;
             let Some(problem) = super::runtime_state::mismatch(exp, &pod) else {
                 return Ok(());
             };
