@@ -64,6 +64,9 @@ pub enum Mutant {
     ActiveDeadlineIgnored,
     /// The node's Lease is written once and never renewed (`nodelease.controller`).
     LeaseNotRenewed,
+    /// The node's Lease is renewed twice as often as the kubelet's quarter of its duration
+    /// (`nodelease.NewController`'s renew interval).
+    LeaseRenewHalf,
     /// The file at `terminationMessagePath` is not read (`getTerminationMessage`).
     TerminationMessageIgnored,
     /// A pod whose `nodeSelector` or required node affinity the node does not match is

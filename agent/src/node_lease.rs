@@ -58,7 +58,11 @@ pub async fn run(
         }
     };
     let name = node.metadata.name.clone().unwrap_or_default();
-    let mut tick = tokio::time::interval(timings.node_lease_renew_interval);
+    let mut renew_interval = timings.node_lease_renew_interval;
+    if crate::mutants::active(crate::mutants::Mutant::LeaseRenewHalf) {
+        renew_interval /= 2;
+    }
+    let mut tick = tokio::time::interval(renew_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut written = false;
     loop {

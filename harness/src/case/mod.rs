@@ -21,8 +21,8 @@ pub use model::{AgentTimings, Case, Delete, Fault, Object, Requirement, Step, Up
 pub use object_steps::{DeleteObject, PatchStep, PatchType, Subresource, Target};
 pub use observe::{EventExpectation, EventPattern, EventSubject, EventType, LogExpectation};
 pub use pattern::{
-    ConditionPattern, ConditionStatus, ContainerPattern, ContainerStateKind, NodeExpectation,
-    Phase, PodExpectation, PodPattern, RuntimeExpectation, RuntimeResources,
+    ConditionPattern, ConditionStatus, ContainerPattern, ContainerStateKind, Interval,
+    NodeExpectation, Phase, PodExpectation, PodPattern, RuntimeExpectation, RuntimeResources,
 };
 pub use streams::{ExecStep, PortForwardStep, TextMatch};
 pub use version::{MinorVersion, Versions};

@@ -397,6 +397,15 @@ pub struct NodeExpectation {
     /// The Lease names the node as holder and has one owner reference to the Node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_held_by_node: Option<bool>,
+    /// The Lease's `leaseDurationSeconds` (the kubelet's `nodeLeaseDurationSeconds`, 40).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_duration_seconds: Option<i32>,
+    /// Once the rest matches, the Lease is watched until it is renewed: the next `renewTime`
+    /// must come `after` to `within` past the one first read (the agent's own stamps, so
+    /// the watch's lag does not count). The kubelet renews every quarter of the lease
+    /// duration (10 s), jittered by up to 4 %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_renewal: Option<Interval>,
     /// Address types that must be present (`InternalIP`, `Hostname`, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<String>,
@@ -406,6 +415,16 @@ pub struct NodeExpectation {
     /// Keys that must be present in `status.allocatable`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allocatable: Vec<String>,
+}
+
+/// A bound on the time between two events, from below and from above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interval {
+    /// No sooner than this.
+    pub after: CaseDuration,
+    /// No later than this.
+    pub within: CaseDuration,
 }
 
 /// `expectRuntime`: what the node's container runtime holds for the case's pod, read through its CRI

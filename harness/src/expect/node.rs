@@ -6,13 +6,32 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 
-use crate::case::NodeExpectation;
+use crate::case::{Interval, NodeExpectation};
 
 use super::matching::{Found, condition_mismatch};
 
 fn age(now: Timestamp, then: Timestamp) -> Duration {
     let ms = now.as_millisecond() - then.as_millisecond();
     Duration::from_millis(ms.max(0) as u64)
+}
+
+/// The Lease's `renewTime`, if it has one.
+pub fn renew_time(lease: &Lease) -> Option<Timestamp> {
+    lease.spec.as_ref()?.renew_time.as_ref().map(|t| t.0)
+}
+
+/// `None` when the renewal `next` came `interval` after `first`, else what differs.
+pub fn renewal_mismatch(interval: &Interval, first: Timestamp, next: Timestamp) -> Option<String> {
+    let gap = age(next, first);
+    let (after, within) = (interval.after.get(), interval.within.get());
+    (gap < after || gap > within).then(|| {
+        format!(
+            "the Lease was renewed {:.1}s after its previous renewal, expected {} to {}",
+            gap.as_secs_f64(),
+            interval.after,
+            interval.within
+        )
+    })
 }
 
 /// `None` when `node` (and its `lease`) satisfy `exp` at `now`, else what differs.
@@ -52,7 +71,11 @@ pub fn mismatch(
             Some(_) => {}
         }
     }
-    if exp.lease_max_age.is_some() || exp.lease_held_by_node.is_some() {
+    if exp.lease_max_age.is_some()
+        || exp.lease_held_by_node.is_some()
+        || exp.lease_duration_seconds.is_some()
+        || exp.lease_renewal.is_some()
+    {
         let Some(lease) = lease else {
             return Some("no Lease for the node in kube-node-lease".to_string());
         };
@@ -67,6 +90,15 @@ pub fn mismatch(
                     ));
                 }
                 Some(_) => {}
+            }
+        }
+        if let Some(want) = exp.lease_duration_seconds {
+            let got = spec.and_then(|s| s.lease_duration_seconds);
+            if got != Some(want) {
+                return Some(format!(
+                    "Lease leaseDurationSeconds is {}, expected {want}",
+                    got.map_or("unset".into(), |g| g.to_string())
+                ));
             }
         }
         if exp.lease_held_by_node == Some(true) {
@@ -194,6 +226,29 @@ mod tests {
 
     fn exp(yaml: &str) -> NodeExpectation {
         serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn lease_duration_and_renewal_interval() {
+        let l = lease("2026-01-01T00:00:58.000000Z", "n1");
+        assert_eq!(
+            mismatch(&exp("leaseDurationSeconds: 40\n"), &node(), Some(&l), now()),
+            None
+        );
+        let m = mismatch(&exp("leaseDurationSeconds: 4\n"), &node(), Some(&l), now()).unwrap();
+        assert_eq!(m, "Lease leaseDurationSeconds is 40, expected 4");
+        let interval: Interval = serde_yaml::from_str("{after: 8s, within: 14s}").unwrap();
+        let at = |t: &str| -> Timestamp { t.parse().unwrap() };
+        let first = at("2026-01-01T00:00:00Z");
+        assert_eq!(
+            renewal_mismatch(&interval, first, at("2026-01-01T00:00:10.4Z")),
+            None
+        );
+        assert_eq!(
+            renewal_mismatch(&interval, first, at("2026-01-01T00:00:05Z")).as_deref(),
+            Some("the Lease was renewed 5.0s after its previous renewal, expected 8s to 14s")
+        );
+        assert!(renewal_mismatch(&interval, first, at("2026-01-01T00:00:20Z")).is_some());
     }
 
     #[test]

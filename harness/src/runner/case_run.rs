@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -14,7 +13,7 @@ use super::recorder::Recorder;
 use super::{objects, observe, pods, streams};
 use crate::backend::{NodeHandle, Nodes};
 use crate::case::pattern::HostIp;
-use crate::case::{Case, LoadedCase, NodeExpectation, PodExpectation, RuntimeExpectation, Step};
+use crate::case::{Case, LoadedCase, PodExpectation, Step};
 use crate::expect::{self, Progress, Start};
 use crate::report::{CaseReport, Outcome};
 
@@ -258,8 +257,25 @@ impl Ctx<'_> {
                 // version's in another step.
                 Step::Expect(exp) if exp.versions().admits(&self.kubelet).is_err() => {}
                 Step::Expect(exp) => self.expect(exp).await.map_err(err)?,
-                Step::ExpectNode(exp) => self.expect_node(exp).await.map_err(err)?,
-                Step::ExpectRuntime(exp) => self.expect_runtime(exp).await.map_err(err)?,
+                Step::ExpectNode(exp) => super::node_steps::expect_node(
+                    &self.client,
+                    &self.node.name,
+                    exp,
+                    self.deadline,
+                )
+                .await
+                .map_err(err)?,
+                Step::ExpectRuntime(exp) => {
+                    let pod = (self.namespace.as_str(), self.pod_name.as_str());
+                    super::node_steps::expect_runtime(
+                        self.node.cri_endpoint.as_deref(),
+                        pod,
+                        exp,
+                        self.deadline,
+                    )
+                    .await
+                    .map_err(err)?
+                }
                 Step::Apply(object) => objects::create(&self.client, &self.namespace, object, true)
                     .await
                     .map_err(err)?,
@@ -498,70 +514,6 @@ impl Ctx<'_> {
             pattern.resolved.first_uid = first_uid.clone();
         }
         Ok(exp)
-    }
-
-    async fn expect_runtime(&mut self, exp: &RuntimeExpectation) -> Result<(), String> {
-        let Some(endpoint) = &self.node.cri_endpoint else {
-            return Err("the harness does not reach this node's runtime".into());
-        };
-        let within = exp
-            .within
-            .map(|d| d.get())
-            .unwrap_or(Duration::from_secs(30));
-        let until = (Instant::now() + within).min(self.deadline);
-        loop {
-            let resources = !exp.containers.is_empty();
-            let pod =
-                super::runtime_state::read(endpoint, &self.namespace, &self.pod_name, resources)
-                    .await
-                    .map_err(|e| crate::error_chain(&e))?;
-            let Some(problem) = super::runtime_state::mismatch(exp, &pod) else {
-                return Ok(());
-            };
-            if Instant::now() >= until {
-                return Err(format!(
-                    "runtime expectation not met within {:.1}s: {problem}",
-                    within.as_secs_f64()
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-    }
-
-    async fn expect_node(&mut self, exp: &NodeExpectation) -> Result<(), String> {
-        let within = exp
-            .within
-            .map(|d| d.get())
-            .unwrap_or(Duration::from_secs(30));
-        let until = (Instant::now() + within).min(self.deadline);
-        let nodes: Api<Node> = Api::all(self.client.clone());
-        let leases: Api<Lease> = Api::namespaced(self.client.clone(), "kube-node-lease");
-        loop {
-            let node = nodes
-                .get_opt(&self.node.name)
-                .await
-                .map_err(|e| format!("reading node {}: {e}", self.node.name))?;
-            let lease = leases.get_opt(&self.node.name).await.ok().flatten();
-            let now = k8s_openapi::jiff::Timestamp::now();
-            let problem = match &node {
-                None => format!("node {} does not exist", self.node.name),
-                Some(n) => match expect::node::mismatch(exp, n, lease.as_ref(), now) {
-                    None => return Ok(()),
-                    Some(m) => format!(
-                        "{m}\n  node {}: {}",
-                        self.node.name,
-                        expect::node::summarize(n, lease.as_ref(), now)
-                    ),
-                },
-            };
-            if Instant::now() >= until {
-                return Err(format!(
-                    "node expectation not met within {:.1}s: {problem}",
-                    within.as_secs_f64()
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
     }
 }
 

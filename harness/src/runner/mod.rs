@@ -2,6 +2,7 @@
 
 pub mod case_run;
 pub mod janitor;
+mod node_steps;
 mod objects;
 mod observe;
 mod pods;
