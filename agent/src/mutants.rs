@@ -29,6 +29,9 @@ pub enum Mutant {
     DeletionGraceIgnored,
     /// `status.startTime` is never set (the status manager stamps it once, at the first status).
     StartTimeUnset,
+    /// A container's crash-loop back-off outlives an update of its spec (a new image): the
+    /// kubelet keys it by the spec's hash (`GetStableKey`), so the new container starts at once.
+    BackoffKeptOnUpdate,
     /// A container is reported ready while it runs, whatever its readiness probe says
     /// (`prober_manager.UpdatePodStatus`).
     ReadinessIgnored,

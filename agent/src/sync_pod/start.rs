@@ -189,11 +189,11 @@ pub(super) async fn start(
     };
     if let Some(finished_at) = exited {
         // `GetStableKey`: with the spec hash, so a new image starts without back-off.
-        let key = format!(
-            "{name}_{namespace}_{uid}_{}_{:x}",
-            container.name,
-            runtime::container_hash(container)
-        );
+        let hash = match crate::mutants::active(crate::mutants::Mutant::BackoffKeptOnUpdate) {
+            true => 0,
+            false => runtime::container_hash(container),
+        };
+        let key = format!("{name}_{namespace}_{uid}_{}_{hash:x}", container.name);
         let event = instant_of(finished_at);
         if state.crash.is_in_backoff_since(&key, event, now) {
             let delay = state.crash.get(&key);
