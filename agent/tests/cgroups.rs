@@ -37,9 +37,8 @@ fn hierarchy(controller: &str) -> Option<(PathBuf, bool)> {
 
 /// Why the test cannot run here, if it cannot.
 fn unable() -> Option<String> {
-    // SAFETY: geteuid(2) has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("writing the host's cgroups needs root".into());
+    if let Err(why) = nodeconform_testkit::root("writing the host's cgroups") {
+        return Some(why);
     }
     let Some((cpu, _)) = hierarchy("cpu") else {
         return Some("no cgroup v1 cpu hierarchy or cgroup v2 mount at /sys/fs/cgroup".into());

@@ -53,10 +53,7 @@ fn containerd(images: &std::path::Path) -> Result<Runtime, String> {
     if std::env::var_os("NODECONFORM_CONTAINERD").is_some_and(|v| v == "0") {
         return Err("NODECONFORM_CONTAINERD=0".into());
     }
-    // SAFETY: geteuid(2) has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err("a node's containerd needs root (it runs in namespaces of its own)".into());
-    }
+    nodeconform_testkit::root("a node's containerd runs in namespaces of its own")?;
     let sources = nodeconform_harness::images::Sources {
         agnhost: std::env::var_os("NODECONFORM_AGNHOST").map(PathBuf::from),
         ..Default::default()

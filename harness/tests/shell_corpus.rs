@@ -335,10 +335,7 @@ struct Env {
 /// Why the comparison cannot run here, or the runtimes to compare.
 async fn start(runtime: &tokio::runtime::Handle) -> Result<Env, String> {
     let _ = runtime;
-    // SAFETY: geteuid(2) has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err("a containerd needs root (it runs in namespaces of its own)".into());
-    }
+    nodeconform_testkit::root("a containerd runs in namespaces of its own")?;
     let programs = Programs::find().map_err(|e| e.to_string())?;
     let dir = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
     let images = dir.path().join("images");

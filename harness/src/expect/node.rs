@@ -81,12 +81,12 @@ pub fn mismatch(
         };
         let spec = lease.spec.as_ref();
         if let Some(max) = exp.lease_max_age {
-            match spec.and_then(|s| s.renew_time.as_ref()) {
+            match renew_time(lease) {
                 None => return Some("the Lease has no renewTime".to_string()),
-                Some(t) if age(now, t.0) > max.get() => {
+                Some(t) if age(now, t) > max.get() => {
                     return Some(format!(
                         "the Lease was renewed {:.1}s ago, expected at most {max}",
-                        age(now, t.0).as_secs_f64()
+                        age(now, t).as_secs_f64()
                     ));
                 }
                 Some(_) => {}

@@ -1,21 +1,15 @@
 //! The `expectNode` and `expectRuntime` steps: poll the node object and its Lease, or the
 //! node's runtime through its CRI socket, until what they show matches or the bound runs out.
 
-use std::time::Duration;
-
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use tokio::time::Instant;
 
+use super::observe::{DEFAULT_WITHIN, POLL};
 use crate::case::{Interval, NodeExpectation, RuntimeExpectation};
 use crate::expect;
-
-/// How often the API or the runtime is asked again.
-const POLL: Duration = Duration::from_millis(250);
-/// The bound of a step that gives none.
-const DEFAULT_WITHIN: Duration = Duration::from_secs(30);
 
 /// Waits until the runtime at `endpoint` holds what `exp` says of `pod` (namespace, name).
 pub(super) async fn expect_runtime(

@@ -10,8 +10,8 @@ use tokio::time::Instant;
 
 use crate::case::{EventExpectation, EventPattern, EventSubject, LogExpectation};
 
-/// How often the API is asked again.
-const POLL: Duration = Duration::from_millis(250);
+/// How often the API (or a node's runtime) is asked again.
+pub(super) const POLL: Duration = Duration::from_millis(250);
 /// The bound of a step that gives none.
 pub(super) const DEFAULT_WITHIN: Duration = Duration::from_secs(30);
 
