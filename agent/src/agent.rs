@@ -18,7 +18,7 @@ use crate::mirror_pods::MirrorClient;
 use crate::pod_workers::PodWorkers;
 use crate::runtime::Runtime;
 use crate::static_pods;
-use crate::sync_loop::{Admission, Inputs, StaticPods, SyncLoop};
+use crate::sync_loop::{Admission, Inputs, Resync, StaticPods, SyncLoop};
 use crate::sync_pod::Context;
 use crate::volume_manager::MemoryMedium;
 use crate::{
@@ -395,7 +395,9 @@ impl AgentBuilder {
             crate::services::spawn(self.client.clone(), shutdown.clone());
         tasks.push(services_task);
         let allocations = Allocations::default();
+        let (resyncs_tx, resyncs) = watch::channel(0);
         let ctx = Context {
+            resyncs,
             services,
             allocations: allocations.handle(),
             runtime: runtime.clone(),
@@ -442,7 +444,10 @@ impl AgentBuilder {
                         done: done_rx,
                         static_pods: static_rx,
                     },
-                    self.timings.sync_frequency,
+                    Resync {
+                        period: self.timings.sync_frequency,
+                        count: resyncs_tx,
+                    },
                     self.timings.housekeeping_period,
                     shutdown.clone(),
                 )
@@ -491,6 +496,17 @@ impl AgentHandle {
     /// The agent's metrics in the Prometheus text format.
     pub fn metrics(&self) -> String {
         self.metrics.render()
+    }
+
+    /// Ends every part of the agent at once, where it stands, as SIGKILL ends a
+    /// kubelet: no loop finishes what it was doing (the sync loop's pod workers end
+    /// with it). Containers keep running in the runtime.
+    pub fn kill(self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        // Whatever runs outside those tasks (connections of its servers) ends too.
+        let _ = self.shutdown.send(true);
     }
 
     /// Stops every part of the agent. Containers keep running in the

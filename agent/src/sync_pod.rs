@@ -77,6 +77,8 @@ pub struct Context {
     pub services: crate::services::Services,
     /// Where memory-backed volumes live.
     pub memory_medium: volume_manager::MemoryMedium,
+    /// How many periodic resyncs of every pod have begun ([`crate::sync_loop::Resync`]).
+    pub resyncs: watch::Receiver<u64>,
 }
 
 impl Context {
@@ -119,8 +121,9 @@ pub struct PodState {
     last_status: Option<Arc<PodStatus>>,
     prober: Prober,
     runtime: runtime::StatusCache,
-    /// The pod's volumes once set up, and when they were last written.
-    volumes: Option<(Volumes, Instant)>,
+    /// The pod's volumes once set up, and the resync ([`Context::resyncs`]) they were
+    /// last written in.
+    volumes: Option<(Volumes, u64)>,
     volume_backoff: Backoff,
     /// The `DeadlineExceeded` event is recorded.
     deadline_reported: bool,
@@ -469,14 +472,18 @@ async fn sync_running(ctx: &Context, state: &mut PodState, pod: &Pod) -> runtime
 }
 
 /// Sets the pod's volumes up before its first start, and rewrites those read from
-/// the API a `syncFrequency` after the last write (at once when the labels or
-/// annotations a downward-API volume shows changed); `Err` is when to try again while
-/// no set-up has succeeded (each failure is a `FailedMount` event).
+/// the API once in each periodic resync (at once when the labels or annotations a
+/// downward-API volume shows changed): the kubelet remounts them at every sync of the
+/// pod, and the periodic one comes every `syncFrequency`. Counting resyncs, not time
+/// since the last write, keeps a write late in one resync from skipping the next.
+/// `Err` is when to try again while no set-up has succeeded (each failure is a
+/// `FailedMount` event).
 async fn ensure_volumes(ctx: &Context, state: &mut PodState, pod: &Pod) -> Result<(), Instant> {
     let now = Instant::now();
+    let resync = *ctx.resyncs.borrow();
     match &state.volumes {
-        Some((volumes, at))
-            if (now < *at + ctx.timings.sync_frequency && !volumes.downward_stale(pod))
+        Some((volumes, written))
+            if (*written == resync && !volumes.downward_stale(pod))
                 || !volume_manager::has_api_volumes(pod) =>
         {
             return Ok(());
@@ -495,7 +502,7 @@ async fn ensure_volumes(ctx: &Context, state: &mut PodState, pod: &Pod) -> Resul
     let pod_dir = ctx.runtime.pod_dir(pod);
     match volume_manager::set_up(&ctx.client, pod, &pod_dir, downward, ctx.memory_medium).await {
         Ok(volumes) => {
-            state.volumes = Some((volumes, now));
+            state.volumes = Some((volumes, resync));
             state.volume_backoff.reset("");
             Ok(())
         }
@@ -504,9 +511,9 @@ async fn ensure_volumes(ctx: &Context, state: &mut PodState, pod: &Pod) -> Resul
             ctx.events
                 .pod(pod, None, Type::Warning, "FailedMount", error.to_string());
             match &mut state.volumes {
-                // Running containers keep the content they have until the next period.
-                Some((_, at)) => {
-                    *at = now;
+                // Running containers keep the content they have until the next resync.
+                Some((_, written)) => {
+                    *written = resync;
                     Ok(())
                 }
                 None => {

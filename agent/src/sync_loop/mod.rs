@@ -67,6 +67,16 @@ pub struct Inputs {
     pub static_pods: mpsc::UnboundedReceiver<Vec<Arc<Pod>>>,
 }
 
+/// The periodic resync of every pod (`syncFrequency`).
+#[derive(Debug)]
+pub struct Resync {
+    /// How often.
+    pub period: Duration,
+    /// How many resyncs have begun: what a pod worker reads to do its once-a-resync work
+    /// (rewriting volumes read from the API, [`crate::sync_pod::Context::resyncs`]).
+    pub count: watch::Sender<u64>,
+}
+
 impl SyncLoop {
     /// A sync loop dispatching to `workers`.
     pub fn new(
@@ -99,11 +109,11 @@ impl SyncLoop {
     pub async fn run(
         mut self,
         mut inputs: Inputs,
-        resync: Duration,
+        resync: Resync,
         housekeeping: Duration,
         mut shutdown: watch::Receiver<bool>,
     ) {
-        let mut resync_tick = tokio::time::interval(resync);
+        let mut resync_tick = tokio::time::interval(resync.period);
         resync_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut housekeeping_tick = tokio::time::interval(housekeeping);
         housekeeping_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -115,6 +125,7 @@ impl SyncLoop {
                 Some(pods) = inputs.static_pods.recv() => self.handle_static(pods),
                 Some(name) = self.mirrors.done.recv() => self.mirrors.finished(&name),
                 _ = resync_tick.tick() => {
+                    resync.count.send_modify(|n| *n += 1);
                     let uids: Vec<String> = self.pods.keys().cloned().collect();
                     for uid in uids {
                         self.dispatch(&uid);
