@@ -1,6 +1,9 @@
 //! Every case in `cases/` as its own test, run against the embedded backend (API server double +
 //! fake-cri + reference agent): `cargo test -p nodeconform-harness -- deletion`, `-- --list`.
 //!
+//! The cases tagged `slow` (minutes long: the back-off cap) are listed as ignored, as
+//! `nodeconform run` leaves them out unless asked; `-- --include-ignored` runs them.
+//!
 //! With `NODECONFORM_KUBELET=/path/to/kubelet` every case also runs as `kubelet::<area>::<name>`
 //! on that upstream kubelet (on the same embedded backend, fake-cri per case); without it those
 //! tests are listed as ignored and the reason is printed.
@@ -26,7 +29,9 @@ use nodeconform_harness::backend::{
 };
 use nodeconform_harness::case::{self, LoadedCase};
 use nodeconform_harness::report::{self, Outcome, RunReport};
-use nodeconform_harness::runner::{Janitor, case_run, default_jobs, ignore_reason, start_order};
+use nodeconform_harness::runner::{
+    Janitor, case_run, default_jobs, ignore_reason, is_slow, start_order,
+};
 
 struct Env {
     cluster: Cluster,
@@ -151,7 +156,9 @@ fn main() -> ExitCode {
     for case in start_order(&loaded.cases) {
         for (prefix, spec, env) in &suites {
             let name = format!("{prefix}{}", case.id);
+            // The slow cases take many minutes: run them with `-- --include-ignored`.
             let ignored = skip_reason.is_some()
+                || is_slow(case)
                 || spec.as_ref().is_none_or(|(spec, runtime)| {
                     ignore_reason(case, spec)
                         .or_else(|| runtime.ignore_reason(case))

@@ -6,6 +6,7 @@
 //! kind's kubelet).
 
 pub mod agent;
+mod agent_process;
 pub mod cgroup_root;
 pub mod containerd;
 #[cfg(feature = "embedded")]

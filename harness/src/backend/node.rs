@@ -10,18 +10,12 @@
 //! [`super::mount_ns`]).
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Node;
-use kube::Api;
-use tokio::io::AsyncReadExt;
-
 use super::agent::Placeholders;
+use super::agent_process::{Agent, Enter, Recipe};
 use super::cgroup_root::CgroupRoot;
 use super::containerd::Containerd;
-use super::mount_ns::HostPaths;
-use super::netns::NetNs;
 use super::runtime::Runtime;
 use super::{Error, Result};
 use crate::control;
@@ -63,12 +57,6 @@ pub struct Config<'a> {
     pub runtime: &'a Runtime,
 }
 
-enum AgentProcess {
-    #[cfg(feature = "reference-agent")]
-    InProcess(nodeconform_agent::AgentHandle),
-    Child(tokio::process::Child),
-}
-
 /// The runtime of a node the harness started.
 enum RuntimeProcess {
     FakeCri(nodeconform_fake_cri::FakeCri),
@@ -82,20 +70,24 @@ impl RuntimeProcess {
             RuntimeProcess::Containerd(containerd) => containerd.stop().await,
         }
     }
+
+    /// Where the node's agent process starts.
+    fn enter(&self) -> Enter<'_> {
+        match self {
+            RuntimeProcess::FakeCri(cri) => Enter::FakeCri(cri),
+            RuntimeProcess::Containerd(containerd) => Enter::Node {
+                netns: containerd.netns(),
+                pid: containerd.pid().unwrap_or_default(),
+            },
+        }
+    }
 }
 
 struct Spawned {
     runtime: RuntimeProcess,
-    agent: AgentProcess,
+    agent: Agent,
     /// A kubelet's cgroup root, removed (when dropped) after the kubelet has exited.
     cgroups: Option<CgroupRoot>,
-}
-
-/// An agent process to start: its command line and, for a kubelet, the mounts
-/// that give it its own host paths.
-struct Program {
-    words: Vec<String>,
-    host_paths: Option<HostPaths>,
 }
 
 /// A node the harness runs, or one that runs already (`--node`).
@@ -139,6 +131,28 @@ impl NodeHandle {
     pub fn is_spawned(&self) -> bool {
         self.spawned.is_some()
     }
+
+    /// Kills the node's agent as SIGKILL would (`agent: kill`): its runtime, containers
+    /// and root directory stay for [`Self::start_agent`].
+    pub async fn kill_agent(&mut self) -> Result<()> {
+        self.spawned_mut()?.agent.kill().await
+    }
+
+    /// Starts the node's killed agent again on the same runtime and root directory
+    /// (`agent: start`), and waits until it has written the node's status.
+    pub async fn start_agent(&mut self) -> Result<()> {
+        let spawned = self.spawned_mut()?;
+        spawned.agent.start(spawned.runtime.enter()).await
+    }
+
+    fn spawned_mut(&mut self) -> Result<&mut Spawned> {
+        self.spawned.as_mut().ok_or_else(|| Error::Agent {
+            node: self.name.clone(),
+            message:
+                "runs outside the harness (--node): the harness cannot kill or start its agent"
+                    .into(),
+        })
+    }
 }
 
 /// Starts the runtime and the agent of one node and waits until the agent registered it.
@@ -179,32 +193,32 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
     })?;
     let endpoint = cri.endpoint();
     let mut cgroups = None;
-    let started = match config.launch {
-        Launch::Reference { fast } => spawn_reference(&config, &endpoint, &root, &manifests, fast)
-            .await
-            .map(|a| (a, None)),
-        Launch::Command(template) => {
-            let program = super::kubelet::free_port()
-                .map_err(|e| format!("finding a port for the agent's kubelet API: {e}"))
-                .and_then(|kubelet_port| {
-                    super::agent::render_command(
-                        template,
-                        Placeholders {
-                            kubeconfig: &config.kubeconfig.to_string_lossy(),
-                            node: name,
-                            cri_endpoint: &endpoint,
-                            root_dir: &root.to_string_lossy(),
-                            manifests: &manifests.to_string_lossy(),
-                            kubelet_port,
-                        },
-                    )
-                })
-                .map(|words| Program {
-                    words,
-                    host_paths: None,
-                });
-            spawn_command(&config, program, Enter::FakeCri(&cri)).await
-        }
+    let recipe = match config.launch {
+        Launch::Reference { fast } => Ok(Recipe::Reference {
+            endpoint: endpoint.clone(),
+            root: root.clone(),
+            manifests: manifests.clone(),
+            fast,
+        }),
+        Launch::Command(template) => super::kubelet::free_port()
+            .map_err(|e| format!("finding a port for the agent's kubelet API: {e}"))
+            .and_then(|kubelet_port| {
+                super::agent::render_command(
+                    template,
+                    Placeholders {
+                        kubeconfig: &config.kubeconfig.to_string_lossy(),
+                        node: name,
+                        cri_endpoint: &endpoint,
+                        root_dir: &root.to_string_lossy(),
+                        manifests: &manifests.to_string_lossy(),
+                        kubelet_port,
+                    },
+                )
+            })
+            .map(|words| Recipe::Program {
+                words,
+                host_paths: None,
+            }),
         Launch::Kubelet(kubelet) => {
             let kubelet_dir = dir.join("kubelet");
             cgroups = CgroupRoot::create(name)
@@ -212,7 +226,7 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
                     tracing::warn!(node = name, %error, "no cgroup root for the kubelet: it runs without QoS and pod cgroups and cannot resize pods in place");
                 })
                 .ok();
-            let program = super::kubelet::command(&super::kubelet::Node {
+            super::kubelet::command(&super::kubelet::Node {
                 kubelet,
                 name,
                 kubeconfig: config.kubeconfig,
@@ -223,20 +237,15 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
                 port: None,
             })
             .map_err(|e| format!("writing the kubelet's configuration: {e}"))
-            .and_then(|words| {
-                let host_paths = HostPaths::prepare(&kubelet_dir).map_err(|e| {
-                    format!("preparing the kubelet's own /var/log and /var/lib: {e}")
-                })?;
-                Ok(Program {
-                    words,
-                    host_paths: Some(host_paths),
-                })
-            });
-            spawn_command(&config, program, Enter::FakeCri(&cri)).await
+            .map(|words| Recipe::Program {
+                words,
+                host_paths: Some(kubelet_dir),
+            })
         }
     };
-    let (agent, logs) = match started {
-        Ok(started) => started,
+    let agent = start_agent(&config, recipe, Enter::FakeCri(&cri)).await;
+    let agent = match agent {
+        Ok(agent) => agent,
         Err(e) => {
             cri.shutdown().await;
             return Err(e);
@@ -250,7 +259,7 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
             Launch::Command(template) if !template.contains("{manifests}") => None,
             _ => Some(manifests),
         },
-        logs,
+        logs: agent.logs(),
         spawned: Some(Spawned {
             runtime: RuntimeProcess::FakeCri(cri),
             agent,
@@ -326,7 +335,7 @@ async fn start_on_containerd(
     })?;
     let endpoint = containerd.endpoint();
     let netns = containerd.netns().clone();
-    let program = async {
+    let recipe = async {
         netns
             .forward_in(api_port)
             .map_err(|e| format!("forwarding the API server into the node's namespace: {e}"))?;
@@ -399,16 +408,16 @@ async fn start_on_containerd(
                 .map_err(|e| format!("writing the kubelet's configuration: {e}"))?
             }
         };
-        Ok(Program {
+        Ok(Recipe::Program {
             words,
             host_paths: None,
         })
     }
     .await;
     let pid = containerd.pid().unwrap_or_default();
-    let started = spawn_command(&config, program, Enter::Node { netns: &netns, pid }).await;
-    let (agent, logs) = match started {
-        Ok(started) => started,
+    let agent = start_agent(&config, recipe, Enter::Node { netns: &netns, pid }).await;
+    let agent = match agent {
+        Ok(agent) => agent,
         Err(e) => {
             containerd.stop().await;
             return Err(e);
@@ -422,7 +431,7 @@ async fn start_on_containerd(
             Launch::Command(template) if !template.contains("{manifests}") => None,
             _ => Some(dir.join("manifests")),
         },
-        logs,
+        logs: agent.logs(),
         spawned: Some(Spawned {
             runtime: RuntimeProcess::Containerd(containerd),
             agent,
@@ -435,26 +444,10 @@ async fn start_on_containerd(
 /// harness started. A kubelet's mounts end with it (its mount namespace). Leaves the Node
 /// object.
 pub async fn stop(node: NodeHandle) {
-    let Some(spawned) = node.spawned else { return };
-    match spawned.agent {
-        #[cfg(feature = "reference-agent")]
-        AgentProcess::InProcess(handle) => {
-            let _ = tokio::time::timeout(Duration::from_secs(10), handle.shutdown()).await;
-        }
-        AgentProcess::Child(mut child) => {
-            if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
-                // SIGTERM first, like a service manager.
-                // SAFETY: kill(2) on the pid of a child we have not reaped yet.
-                unsafe { libc::kill(pid, libc::SIGTERM) };
-            }
-            if tokio::time::timeout(Duration::from_secs(5), child.wait())
-                .await
-                .is_err()
-            {
-                let _ = child.kill().await;
-            }
-        }
-    }
+    let Some(mut spawned) = node.spawned else {
+        return;
+    };
+    spawned.agent.stop().await;
     // Nothing runs in a kubelet's cgroups once it has exited (fake-cri runs no process);
     // a node's runtime is stopped first, and what it left in its cgroups is killed.
     spawned.runtime.stop().await;
@@ -464,182 +457,17 @@ pub async fn stop(node: NodeHandle) {
     }
 }
 
-#[cfg(feature = "reference-agent")]
-async fn spawn_reference(
+/// Starts the node's agent from `recipe` (or says why there is none).
+async fn start_agent(
     config: &Config<'_>,
-    endpoint: &str,
-    root: &Path,
-    manifests: &Path,
-    fast: bool,
-) -> Result<AgentProcess> {
-    let agent_err = |message: String| Error::Agent {
+    recipe: std::result::Result<Recipe, String>,
+    enter: Enter<'_>,
+) -> Result<Agent> {
+    let recipe = recipe.map_err(|message| Error::Agent {
         node: config.name.to_string(),
         message,
-    };
-    let timings = if fast {
-        nodeconform_agent::Timings::fast()
-    } else {
-        nodeconform_agent::Timings::default()
-    };
-    let handle = nodeconform_agent::Agent::builder(config.client.clone(), config.name, endpoint)
-        .root_dir(root)
-        .timings(timings)
-        .pod_manifest_path(manifests)
-        .cluster_dns(super::kubelet::CLUSTER_DNS.parse().into_iter().collect())
-        .resolv_conf("/etc/resolv.conf")
-        .spawn()
-        .await
-        .map_err(|e| agent_err(e.to_string()))?;
-    if tokio::time::timeout(REGISTER_TIMEOUT, handle.ready())
-        .await
-        .is_err()
-    {
-        handle.shutdown().await;
-        return Err(agent_err(format!(
-            "not ready (node registered and status written) within {}s",
-            REGISTER_TIMEOUT.as_secs()
-        )));
-    }
-    Ok(AgentProcess::InProcess(handle))
-}
-
-#[cfg(not(feature = "reference-agent"))]
-async fn spawn_reference(
-    _config: &Config<'_>,
-    _endpoint: &str,
-    _root: &Path,
-    _manifests: &Path,
-    _fast: bool,
-) -> Result<AgentProcess> {
-    Err(Error::NotBuilt {
-        what: "reference agent",
-        feature: "reference-agent",
-    })
-}
-
-/// Where an agent process starts.
-enum Enter<'a> {
-    /// In the harness's namespaces, on this fake-cri.
-    FakeCri(&'a nodeconform_fake_cri::FakeCri),
-    /// In a node's network namespace and the mount namespace of process `pid` (its runtime).
-    Node { netns: &'a NetNs, pid: u32 },
-}
-
-/// Starts an agent process (or says why there is none) and waits until it registered the
-/// node. An agent with host paths of its own gets fake-cri's host root set to its root
-/// before it can make a CRI call that names one (fake-cri waits for it).
-async fn spawn_command(
-    config: &Config<'_>,
-    program: Result<Program, String>,
-    enter: Enter<'_>,
-) -> Result<(AgentProcess, Option<LogBuffer>)> {
-    let name = config.name;
-    let agent_err = |message: String| Error::Agent {
-        node: name.to_string(),
-        message,
-    };
-    let Program { words, host_paths } = program.map_err(agent_err)?;
-    let mut command = tokio::process::Command::new(&words[0]);
-    command
-        .args(&words[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let isolated = host_paths.is_some();
-    if let Some(host_paths) = host_paths {
-        host_paths.apply(&mut command);
-    }
-    let cri = match enter {
-        Enter::FakeCri(cri) => Some(cri),
-        Enter::Node { netns, pid } => {
-            netns.enter_in_child(&mut command);
-            super::mount_ns::join(pid, &mut command)
-                .map_err(|e| agent_err(format!("joining the node's mount namespace: {e}")))?;
-            None
-        }
-    };
-    let mut child = command
-        .spawn()
-        .map_err(|e| agent_err(format!("cannot start `{}`: {e}", words[0])))?;
-    if let Some(cri) = cri
-        && isolated
-    {
-        // Not reaped before `stop`, so the id is the agent's (at worst a zombie's).
-        let root = child
-            .id()
-            .ok_or_else(|| std::io::Error::other("it exited already"))
-            .and_then(|pid| cri.set_host_root_to_process(pid));
-        if let Err(e) = root {
-            let _ = child.kill().await;
-            return Err(agent_err(format!(
-                "cannot give fake-cri the agent's root (/proc/PID): {e}"
-            )));
-        }
-    }
-    let logs = LogBuffer::new(2000);
-    let mut readers = Vec::new();
-    for pipe in [
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        let logs = logs.clone();
-        let echo = config.echo;
-        readers.push(tokio::spawn(async move {
-            let mut pipe = pipe;
-            let mut buf = vec![0u8; 8192];
-            while let Ok(n) = pipe.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                logs.push_bytes(&buf[..n]);
-                if echo {
-                    use std::io::Write as _;
-                    let _ = std::io::stderr().lock().write_all(&buf[..n]);
-                }
-            }
-        }));
-    }
-    // Registered = the Node object exists with a Ready condition.
-    let nodes: Api<Node> = Api::all(config.client.clone());
-    let deadline = tokio::time::Instant::now() + REGISTER_TIMEOUT;
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            // Let the readers drain what the agent printed before it exited.
-            let _ =
-                tokio::time::timeout(Duration::from_secs(2), futures::future::join_all(readers))
-                    .await;
-            let head = logs.head(15).join("\n");
-            return Err(agent_err(format!(
-                "exited with {status} before registering the node; its output began:\n{head}"
-            )));
-        }
-        if let Ok(Some(node)) = nodes.get_opt(name).await
-            && node
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready"))
-        {
-            return Ok((AgentProcess::Child(child), Some(logs)));
-        }
-        if tokio::time::Instant::now() > deadline {
-            let _ = child.kill().await;
-            let tail = logs.tail(20).join("\n");
-            return Err(agent_err(format!(
-                "did not register node {name} with a Ready condition within {}s:\n{tail}",
-                REGISTER_TIMEOUT.as_secs()
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })?;
+    let mut agent = Agent::new(config.client, config.name, config.echo, recipe);
+    agent.start(enter).await?;
+    Ok(agent)
 }

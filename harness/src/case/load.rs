@@ -430,6 +430,41 @@ steps:
     }
 
     #[test]
+    fn agent_steps_need_the_requirement_and_alternate() {
+        let text = GOOD.replace(
+            "  - fault: {kill: {container: c}}\n",
+            "  - fault: {kill: {container: c}}\n  - agent: start\n",
+        );
+        let all = one_error(&text, "good");
+        assert!(
+            all.contains("case.yaml:26:3:") && all.contains("needs `requires: [agent-restart]`"),
+            "{all}"
+        );
+        assert!(
+            all.contains("`agent: start` of an agent that runs"),
+            "{all}"
+        );
+        let restart = GOOD
+            .replace(
+                "requires: [runtime-control]",
+                "requires: [runtime-control, agent-restart]",
+            )
+            .replace(
+                "  - fault: {kill: {container: c}}\n",
+                "  - fault: {kill: {container: c}}\n  - agent: kill\n  - agent: start\n",
+            );
+        parse(&restart, "good").expect("valid: kill, then start");
+        let twice = restart.replace("  - agent: start\n", "  - agent: kill\n");
+        assert!(one_error(&twice, "good").contains("`agent: kill` of an agent killed already"));
+        let unknown = restart.replace("  - agent: start\n", "  - agent: reboot\n");
+        let msg = one_error(&unknown, "good");
+        assert!(
+            msg.contains("case.yaml:27:") && msg.contains("reboot"),
+            "{msg}"
+        );
+    }
+
+    #[test]
     fn gone_with_fields_and_empty_patterns_are_rejected() {
         let text = GOOD.replace(
             "        - gone: true\n",

@@ -17,7 +17,9 @@ pub mod version;
 
 pub use duration::CaseDuration;
 pub use load::{CaseId, Loaded, LoadedCase, load_dir, load_file};
-pub use model::{AgentTimings, Case, Delete, Fault, Object, Requirement, Step, UpstreamTest};
+pub use model::{
+    AgentStep, AgentTimings, Case, Delete, Fault, Object, Requirement, Step, UpstreamTest,
+};
 pub use object_steps::{DeleteObject, PatchStep, PatchType, Subresource, Target};
 pub use observe::{EventExpectation, EventPattern, EventSubject, EventType, LogExpectation};
 pub use pattern::{

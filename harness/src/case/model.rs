@@ -141,6 +141,9 @@ pub enum Requirement {
     /// — a volume's filesystem and size (`df`), cgroup files. fake-cri simulates the
     /// containers and the programs in them, so a node on it cannot run the case.
     RealContainers,
+    /// The harness runs the node's agent, so it can kill it and start it again (`agent`
+    /// steps): every node it starts, not an existing one (`--node`).
+    AgentRestart,
     /// The node's runtime pulls from the images the harness serves — fake-cri's catalogue,
     /// or the run's registry on `--runtime containerd` — so a private image demands the
     /// harness's login, not a real registry's key.
@@ -159,6 +162,7 @@ impl Requirement {
             Requirement::UpstreamBusybox => "upstream-busybox",
             Requirement::RealContainers => "real-containers",
             Requirement::HarnessImages => "harness-images",
+            Requirement::AgentRestart => "agent-restart",
         }
     }
 }
@@ -239,6 +243,21 @@ pub enum Step {
     UpdateManifest(serde_json::Value),
     /// Remove a static pod's manifest from the node.
     RemoveManifest,
+    /// Kill the node's agent or start it again; needs `requires: [agent-restart]`.
+    Agent(AgentStep),
+}
+
+/// `agent: kill` and `agent: start`: the node's agent ended and started again, as a
+/// node's service manager restarts a crashed kubelet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AgentStep {
+    /// End the agent at once, as SIGKILL does (the in-process agent: every task aborted
+    /// where it stands). The runtime, its containers and the agent's root directory stay.
+    Kill,
+    /// Start the killed agent again, on the same runtime, root directory and node name;
+    /// the step ends once it has written the node's status.
+    Start,
 }
 
 impl Step {
@@ -262,6 +281,7 @@ impl Step {
             Step::PortForward(_) => "portForward",
             Step::UpdateManifest(_) => "updateManifest",
             Step::RemoveManifest => "removeManifest",
+            Step::Agent(_) => "agent",
         }
     }
 }
@@ -435,6 +455,7 @@ impl TaggedEnum for Step {
         "portForward",
         "updateManifest",
         "removeManifest",
+        "agent",
     ];
     fn unit(tag: &str) -> Option<Self> {
         match tag {
@@ -465,6 +486,7 @@ impl TaggedEnum for Step {
             "exec" => Some(Step::Exec(map.next_value()?)),
             "portForward" => Some(Step::PortForward(map.next_value()?)),
             "updateManifest" => Some(Step::UpdateManifest(map.next_value()?)),
+            "agent" => Some(Step::Agent(map.next_value()?)),
             _ => None,
         })
     }

@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 
 use super::locate::{Anchor, Problem, problem};
-use super::model::{Case, Fault, Object, Requirement, Step};
+use super::model::{AgentStep, Case, Fault, Object, Requirement, Step};
 use super::object_steps::{PatchType, Target};
 use super::pattern::{ContainerPattern, PodPattern};
 use super::version::Versions;
@@ -131,6 +131,7 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
         ));
     }
     let mut created = false;
+    let mut agent_killed = false;
     for (i, step) in case.steps.iter().enumerate() {
         let here = || Anchor::Step(i);
         match step {
@@ -220,6 +221,24 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
                 }
             }
             Step::DeleteObject(_) => {}
+            Step::Agent(action) => {
+                if !case.requires.contains(&Requirement::AgentRestart) {
+                    out.push(problem(
+                        here(),
+                        "an `agent` step needs `requires: [agent-restart]` (setups whose agent the harness does not run ignore the case)",
+                    ));
+                }
+                let killing = *action == AgentStep::Kill;
+                if killing == agent_killed {
+                    let message = if killing {
+                        "`agent: kill` of an agent killed already: expected `agent: start` first"
+                    } else {
+                        "`agent: start` of an agent that runs: expected `agent: kill` first"
+                    };
+                    out.push(problem(here(), message));
+                }
+                agent_killed = killing;
+            }
             Step::UpdateManifest(_) | Step::RemoveManifest => {
                 if !case.static_pod {
                     out.push(problem(

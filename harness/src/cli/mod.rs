@@ -532,6 +532,13 @@ fn check(args: &CheckArgs) -> Result<ExitCode, Error> {
         errors = loaded.errors;
     } else {
         for f in &args.files {
+            // A directory is a cases directory (`nodeconform check cases`).
+            if f.is_dir() {
+                let loaded = case::load_dir(f);
+                ok += loaded.cases.len();
+                errors.extend(loaded.errors);
+                continue;
+            }
             match case::load_file(f) {
                 Ok(_) => ok += 1,
                 Err(e) => errors.extend(e),
@@ -539,7 +546,7 @@ fn check(args: &CheckArgs) -> Result<ExitCode, Error> {
         }
     }
     for e in &errors {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", crate::error_chain(e));
     }
     if errors.is_empty() {
         out(&format!("{ok} case{} OK\n", if ok == 1 { "" } else { "s" }));

@@ -13,7 +13,7 @@ use super::recorder::Recorder;
 use super::{objects, observe, pods, streams};
 use crate::backend::{NodeHandle, Nodes};
 use crate::case::pattern::HostIp;
-use crate::case::{Case, LoadedCase, PodExpectation, Step};
+use crate::case::{AgentStep, Case, LoadedCase, PodExpectation, Step};
 use crate::expect::{self, Progress, Start};
 use crate::report::{CaseReport, Outcome};
 
@@ -61,7 +61,7 @@ struct Ctx<'a> {
     client: kube::Client,
     case: &'a Case,
     namespace: String,
-    node: &'a NodeHandle,
+    node: &'a mut NodeHandle,
     start: Instant,
     deadline: Instant,
     recorder: Recorder,
@@ -96,7 +96,7 @@ pub async fn run(
     let start = Instant::now();
     let case = &loaded.case;
     let mut report = CaseReport::of(loaded);
-    let node = match nodes
+    let mut node = match nodes
         .acquire(&loaded.id.to_string(), loaded.case.timings)
         .await
     {
@@ -123,7 +123,7 @@ pub async fn run(
     report.namespace = Some(namespace.clone());
     janitor.register(&namespace, &case.created_objects());
 
-    let outcome = run_in_namespace(client, case, &namespace, (&node, &kubelet), start).await;
+    let outcome = run_in_namespace(client, case, &namespace, (&mut node, &kubelet), start).await;
     let (errors, states) = match outcome {
         Ok((errors, states)) => (errors, states),
         Err(e) => (vec![e], Vec::new()),
@@ -165,7 +165,7 @@ async fn run_in_namespace(
     client: &kube::Client,
     case: &Case,
     namespace: &str,
-    (node, kubelet): (&NodeHandle, &str),
+    (node, kubelet): (&mut NodeHandle, &str),
     start: Instant,
 ) -> Result<(Vec<StepError>, Vec<expect::State>), StepError> {
     let setup = |message: String| StepError {
@@ -330,6 +330,16 @@ impl Ctx<'_> {
                 .map_err(err)?,
                 Step::UpdateManifest(patch) => self.update_manifest(patch).map_err(err)?,
                 Step::RemoveManifest => self.remove_manifest().map_err(err)?,
+                Step::Agent(AgentStep::Kill) => self
+                    .node
+                    .kill_agent()
+                    .await
+                    .map_err(|e| err(e.to_string()))?,
+                Step::Agent(AgentStep::Start) => self
+                    .node
+                    .start_agent()
+                    .await
+                    .map_err(|e| err(e.to_string()))?,
             }
         }
         Ok(())

@@ -48,8 +48,22 @@ impl Selection {
             });
         let by_tag = self.tags.iter().all(|t| case.case.tags.contains(t));
         let skipped = self.skip.iter().any(|s| name.contains(s.as_str()));
-        by_name && by_tag && !skipped
+        by_name && by_tag && !skipped && (!is_slow(case) || self.wants_slow(&name))
     }
+
+    /// Whether the slow cases are asked for: by their tag, or this one by its full name.
+    fn wants_slow(&self, name: &str) -> bool {
+        self.tags.iter().any(|t| t == SLOW) || self.filters.iter().any(|f| f == name)
+    }
+}
+
+/// The tag of the cases that take many minutes (a back-off run up to its 300 s cap): a run
+/// leaves them out unless `--tag slow` asks for them or a filter names one in full.
+pub const SLOW: &str = "slow";
+
+/// Whether `case` carries the [`SLOW`] tag.
+pub fn is_slow(case: &LoadedCase) -> bool {
+    case.case.tags.iter().any(|t| t == SLOW)
 }
 
 /// Why `case` cannot run with `agent`, if it cannot.
@@ -62,6 +76,9 @@ pub fn ignore_reason(case: &LoadedCase, agent: &AgentSpec) -> Option<String> {
             }
             Requirement::RuntimeState if !has_control => {
                 "the harness does not reach an existing node's (--node, --all-nodes) runtime"
+            }
+            Requirement::AgentRestart if !has_control => {
+                "the harness does not run an existing node's (--node, --all-nodes) agent"
             }
             Requirement::HarnessImages if !has_control => {
                 "an existing node (--node, --all-nodes) pulls from the real registries, not the harness's images"
@@ -297,6 +314,33 @@ mod tests {
             ..Default::default()
         };
         assert!(!exact.matches(&a));
+    }
+
+    #[test]
+    fn slow_cases_run_only_when_asked_for() {
+        let slow = case("crashloop", "backoff-cap", "crashloop, slow", "");
+        for unasked in [
+            Selection::default(),
+            Selection {
+                filters: vec!["crashloop".into()],
+                ..Default::default()
+            },
+            Selection {
+                tags: vec!["crashloop".into()],
+                ..Default::default()
+            },
+        ] {
+            assert!(!unasked.matches(&slow), "{unasked:?}");
+        }
+        let by_tag = Selection {
+            tags: vec!["slow".into()],
+            ..Default::default()
+        };
+        let by_name = Selection {
+            filters: vec!["crashloop::backoff-cap".into()],
+            ..Default::default()
+        };
+        assert!(by_tag.matches(&slow) && by_name.matches(&slow));
     }
 
     #[test]
