@@ -1,7 +1,9 @@
 //! How kube-apiserver v1.36.2 encodes the objects the double serves: every field of
 //! their Go types with its JSON name and `omitempty`/`omitzero`, read from the struct tags
 //! of `k8s.io/api` and `k8s.io/apimachinery` at that version. Data, not logic: see
-//! [`super`] for what is done with it. Do not edit by hand.
+//! [`super`] for what is done with it. Do not edit by hand: `apiserver/tests/schema/`
+//! generates it (`NODECONFORM_K8S_SOURCES=<kubernetes v1.36.2>/staging/src/k8s.io
+//! NODECONFORM_UPDATE_GENERATED=1 cargo test -p nodeconform-apiserver --test schema`).
 
 #![allow(missing_docs)]
 
