@@ -16,6 +16,9 @@ use crate::case::Fault;
 /// A control API call that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The fault is not the runtime's: an API fault goes to the node's API proxy.
+    #[error("an API fault is injected by the node's API proxy, not by fake-cri")]
+    NotRuntime,
     /// The control socket could not be reached.
     #[error("cannot connect to the fake-cri control socket {}", socket.display())]
     Connect {
@@ -139,7 +142,7 @@ impl Client {
 
     /// Injects `fault`; `pod` is `(namespace, name)` of the case's pod for container kills.
     pub async fn inject(&self, fault: &Fault, namespace: &str, pod: &str) -> Result<Value, Error> {
-        let (method, path, body) = request_for(fault, namespace, pod);
+        let (method, path, body) = request_for(fault, namespace, pod).ok_or(Error::NotRuntime)?;
         self.request(method, path, body).await
     }
 
@@ -158,13 +161,13 @@ impl Client {
 }
 
 /// The HTTP request that injects `fault` (method, path, JSON body), in fake-cri's own
-/// types of the control API's bodies.
+/// types of the control API's bodies; `None` for an API fault, which is not fake-cri's.
 pub fn request_for(
     fault: &Fault,
     namespace: &str,
     pod: &str,
-) -> (&'static str, &'static str, Option<Value>) {
-    match fault {
+) -> Option<(&'static str, &'static str, Option<Value>)> {
+    Some(match fault {
         Fault::Runtime(r) => (
             "POST",
             "/v1/runtime",
@@ -207,7 +210,8 @@ pub fn request_for(
         ),
         Fault::RestartRuntime => ("POST", "/v1/restart", None),
         Fault::ClearFaults => ("DELETE", "/v1/faults", None),
-    }
+        Fault::Api(_) => return None,
+    })
 }
 
 /// A body as JSON. The bodies are plain structs of strings, numbers and booleans, which
@@ -231,7 +235,8 @@ mod tests {
             }),
             "ns",
             "p",
-        );
+        )
+        .unwrap();
         assert_eq!((m, p), ("POST", "/v1/kill"));
         assert_eq!(
             b.unwrap(),
@@ -246,10 +251,16 @@ mod tests {
             }),
             "ns",
             "p",
-        );
+        )
+        .unwrap();
         assert_eq!((m, p), ("POST", "/v1/runtime"));
         assert_eq!(b.unwrap(), json!({"runtimeReady": false}));
-        assert_eq!(request_for(&Fault::ClearFaults, "", "").0, "DELETE");
+        assert_eq!(
+            request_for(&Fault::ClearFaults, "", "").unwrap().0,
+            "DELETE"
+        );
+        let api = Fault::Api(crate::case::api_fault::ApiFault::CloseWatches);
+        assert!(request_for(&api, "", "").is_none());
     }
 
     #[tokio::test]

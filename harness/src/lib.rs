@@ -26,6 +26,7 @@
 
 #![warn(missing_docs)]
 
+pub mod api_proxy;
 pub mod backend;
 pub mod case;
 pub mod cli;

@@ -256,6 +256,7 @@ impl Up {
                 launch,
                 echo: true,
                 runtime: &crate::backend::runtime::Runtime::FakeCri,
+                api_faults: false,
             })
         });
         let mut nodes = Vec::new();

@@ -282,8 +282,14 @@ impl Nodes {
 
     /// A node for the case `hint` (`area::name`): a fresh one, or the existing node that
     /// runs the fewest cases (the first of them on a tie). The reference agent runs with
-    /// `timings` (other agents with their own).
-    pub async fn acquire(&self, hint: &str, timings: AgentTimings) -> Result<NodeHandle> {
+    /// `timings` (other agents with their own); with `api_faults`, a fresh node's agent
+    /// reaches the API server through a proxy of its own ([`crate::api_proxy`]).
+    pub async fn acquire(
+        &self,
+        hint: &str,
+        timings: AgentTimings,
+        api_faults: bool,
+    ) -> Result<NodeHandle> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let launch = match &self.spec {
             AgentSpec::Existing(names) => return self.least_busy(names),
@@ -309,6 +315,7 @@ impl Nodes {
             launch,
             echo: false,
             runtime: &self.runtime,
+            api_faults,
         })
         .await?;
         if let Ok(mut live) = self.live.lock() {

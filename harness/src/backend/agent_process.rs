@@ -23,6 +23,8 @@ use crate::logs::LogBuffer;
 pub(super) enum Recipe {
     /// The reference agent in this process.
     Reference {
+        /// Its client of the cluster (through the node's API proxy, if it has one).
+        client: kube::Client,
         /// The CRI endpoint.
         endpoint: String,
         /// The agent's root directory.
@@ -114,12 +116,13 @@ impl Agent {
             .then(|| SystemTime::now() - Duration::from_secs(1));
         let running = match &self.recipe {
             Recipe::Reference {
+                client,
                 endpoint,
                 root,
                 manifests,
                 fast,
             } => {
-                self.spawn_reference(endpoint, root, manifests, *fast)
+                self.spawn_reference(client, endpoint, root, manifests, *fast)
                     .await?
             }
             Recipe::Program { words, host_paths } => {
@@ -184,6 +187,7 @@ impl Agent {
     #[cfg(feature = "reference-agent")]
     async fn spawn_reference(
         &self,
+        client: &kube::Client,
         endpoint: &str,
         root: &std::path::Path,
         manifests: &std::path::Path,
@@ -194,7 +198,7 @@ impl Agent {
         } else {
             nodeconform_agent::Timings::default()
         };
-        let handle = nodeconform_agent::Agent::builder(self.client.clone(), &self.node, endpoint)
+        let handle = nodeconform_agent::Agent::builder(client.clone(), &self.node, endpoint)
             .root_dir(root)
             .timings(timings)
             .pod_manifest_path(manifests)
@@ -219,6 +223,7 @@ impl Agent {
     #[cfg(not(feature = "reference-agent"))]
     async fn spawn_reference(
         &self,
+        _client: &kube::Client,
         _endpoint: &str,
         _root: &std::path::Path,
         _manifests: &std::path::Path,

@@ -110,6 +110,15 @@ pub enum Error {
         /// The error text.
         message: String,
     },
+    /// The API proxy of a node whose case injects API faults could not run.
+    #[error("the API proxy of node {node}")]
+    ApiProxy {
+        /// The node.
+        node: String,
+        /// The cause.
+        #[source]
+        source: crate::api_proxy::Error,
+    },
     /// A node's containerd could not run.
     #[error("containerd for node {node}")]
     Containerd {

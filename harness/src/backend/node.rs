@@ -18,6 +18,7 @@ use super::cgroup_root::CgroupRoot;
 use super::containerd::Containerd;
 use super::runtime::Runtime;
 use super::{Error, Result};
+use crate::api_proxy::ApiProxy;
 use crate::control;
 use crate::logs::LogBuffer;
 
@@ -55,6 +56,46 @@ pub struct Config<'a> {
     pub echo: bool,
     /// The node's container runtime.
     pub runtime: &'a Runtime,
+    /// Put an API proxy ([`crate::api_proxy`]) between the agent and the API server, for
+    /// the case's `fault: {api: …}` steps.
+    pub api_faults: bool,
+}
+
+/// How the node's agent reaches the API server: directly, or through the node's proxy.
+struct AgentApi {
+    /// The kubeconfig an agent process gets.
+    kubeconfig: PathBuf,
+    /// The client the in-process agent gets.
+    client: kube::Client,
+    proxy: Option<ApiProxy>,
+}
+
+impl AgentApi {
+    async fn new(config: &Config<'_>) -> Result<AgentApi> {
+        if !config.api_faults {
+            return Ok(AgentApi {
+                kubeconfig: config.kubeconfig.to_path_buf(),
+                client: config.client.clone(),
+                proxy: None,
+            });
+        }
+        let err = |source| Error::ApiProxy {
+            node: config.name.to_string(),
+            source,
+        };
+        let proxy = ApiProxy::start(config.client.clone()).await.map_err(err)?;
+        let kubeconfig = config.dir.join("api-proxy.kubeconfig");
+        std::fs::create_dir_all(config.dir).map_err(|source| Error::Io {
+            what: format!("creating {}", config.dir.display()),
+            source,
+        })?;
+        proxy.write_kubeconfig(&kubeconfig).map_err(err)?;
+        Ok(AgentApi {
+            kubeconfig,
+            client: proxy.client().map_err(err)?,
+            proxy: Some(proxy),
+        })
+    }
 }
 
 /// The runtime of a node the harness started.
@@ -100,6 +141,9 @@ pub struct NodeHandle {
     pub cri_endpoint: Option<String>,
     /// The node's static pod directory, when its agent reads one the harness knows.
     pub manifests: Option<PathBuf>,
+    /// The proxy between the node's agent and the API server, when its case injects API
+    /// faults.
+    pub api_proxy: Option<ApiProxy>,
     logs: Option<LogBuffer>,
     spawned: Option<Spawned>,
 }
@@ -112,6 +156,7 @@ impl NodeHandle {
             control: None,
             cri_endpoint: None,
             manifests: None,
+            api_proxy: None,
             logs: None,
             spawned: None,
         }
@@ -157,8 +202,9 @@ impl NodeHandle {
 
 /// Starts the runtime and the agent of one node and waits until the agent registered it.
 pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
+    let api = AgentApi::new(&config).await?;
     if let Runtime::Containerd(containerd) = config.runtime {
-        return start_on_containerd(config, containerd).await;
+        return start_on_containerd(config, api, containerd).await;
     }
     let Config { name, dir, .. } = config;
     let root = dir.join("root");
@@ -195,6 +241,7 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
     let mut cgroups = None;
     let recipe = match config.launch {
         Launch::Reference { fast } => Ok(Recipe::Reference {
+            client: api.client.clone(),
             endpoint: endpoint.clone(),
             root: root.clone(),
             manifests: manifests.clone(),
@@ -206,7 +253,7 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
                 super::agent::render_command(
                     template,
                     Placeholders {
-                        kubeconfig: &config.kubeconfig.to_string_lossy(),
+                        kubeconfig: &api.kubeconfig.to_string_lossy(),
                         node: name,
                         cri_endpoint: &endpoint,
                         root_dir: &root.to_string_lossy(),
@@ -229,7 +276,7 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
             super::kubelet::command(&super::kubelet::Node {
                 kubelet,
                 name,
-                kubeconfig: config.kubeconfig,
+                kubeconfig: &api.kubeconfig,
                 cri_endpoint: &endpoint,
                 dir: &kubelet_dir,
                 cgroup_root: cgroups.as_ref().map(CgroupRoot::name),
@@ -259,6 +306,7 @@ pub async fn start(config: Config<'_>) -> Result<NodeHandle> {
             Launch::Command(template) if !template.contains("{manifests}") => None,
             _ => Some(manifests),
         },
+        api_proxy: api.proxy,
         logs: agent.logs(),
         spawned: Some(Spawned {
             runtime: RuntimeProcess::FakeCri(cri),
@@ -296,6 +344,7 @@ fn loopback_api_port(kubeconfig: &Path) -> std::result::Result<u16, String> {
 /// namespace's loopback and the agent's kubelet endpoint through the host's.
 async fn start_on_containerd(
     config: Config<'_>,
+    api: AgentApi,
     spec: &super::runtime::Containerd,
 ) -> Result<NodeHandle> {
     let Config { name, dir, .. } = config;
@@ -311,7 +360,7 @@ async fn start_on_containerd(
             source,
         })?;
     }
-    let api_port = loopback_api_port(config.kubeconfig).map_err(agent_err)?;
+    let api_port = loopback_api_port(&api.kubeconfig).map_err(agent_err)?;
     // The pods' cgroups under the node's own root: nodes side by side do not share a
     // hierarchy, and whatever a node leaves there is killed and removed with it.
     let cgroups = CgroupRoot::create(name).map_err(|source| Error::Io {
@@ -343,7 +392,7 @@ async fn start_on_containerd(
             .forward_out()
             .await
             .map_err(|e| format!("forwarding the agent's kubelet endpoint out: {e}"))?;
-        let kubeconfig = config.kubeconfig.to_string_lossy();
+        let kubeconfig = api.kubeconfig.to_string_lossy();
         let root = root.to_string_lossy();
         let manifests = manifests.to_string_lossy();
         let words = match config.launch {
@@ -398,7 +447,7 @@ async fn start_on_containerd(
                 super::kubelet::command(&super::kubelet::Node {
                     kubelet,
                     name,
-                    kubeconfig: config.kubeconfig,
+                    kubeconfig: &api.kubeconfig,
                     cri_endpoint: &endpoint,
                     dir,
                     cgroup_root: Some(cgroups.name()),
@@ -431,6 +480,7 @@ async fn start_on_containerd(
             Launch::Command(template) if !template.contains("{manifests}") => None,
             _ => Some(dir.join("manifests")),
         },
+        api_proxy: api.proxy,
         logs: agent.logs(),
         spawned: Some(Spawned {
             runtime: RuntimeProcess::Containerd(containerd),

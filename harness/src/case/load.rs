@@ -465,6 +465,44 @@ steps:
     }
 
     #[test]
+    fn api_faults_need_their_requirement_and_their_own_fields() {
+        let step = |fault: &str| {
+            GOOD.replace(
+                "  - fault: {kill: {container: c}}\n",
+                &format!("  - fault: {{kill: {{container: c}}}}\n  - fault: {{api: {fault}}}\n"),
+            )
+        };
+        let all = one_error(&step("closeWatches"), "good");
+        assert!(
+            all.contains("case.yaml:26:3:") && all.contains("needs `requires: [api-faults]`"),
+            "{all}"
+        );
+        let with = |fault: &str| {
+            step(fault).replace(
+                "requires: [runtime-control]",
+                "requires: [runtime-control, api-faults]",
+            )
+        };
+        parse(&with("{error: {code: 429, retryAfter: 2s, verb: patch, resource: pods/status, for: 20s}}"), "good")
+            .expect("valid: a throttled status write");
+        parse(&with("{restart: {down: 5s}}"), "good").expect("valid: a restart");
+        let msg = one_error(&with("{delay: {by: 1s, code: 500}}"), "good");
+        assert!(msg.contains("`code` belongs to `error` only"), "{msg}");
+        let msg = one_error(&with("{error: {code: 200}}"), "good");
+        assert!(msg.contains("a `code` from 400 to 599"), "{msg}");
+        let msg = one_error(&with("{reset: {verb: gett}}"), "good");
+        assert!(
+            msg.contains("case.yaml:26:") && msg.contains("gett"),
+            "{msg}"
+        );
+        let msg = one_error(&with("{slow: {}}"), "good");
+        assert!(
+            msg.contains("unknown variant `slow`, expected one of `error`"),
+            "{msg}"
+        );
+    }
+
+    #[test]
     fn gone_with_fields_and_empty_patterns_are_rejected() {
         let text = GOOD.replace(
             "        - gone: true\n",

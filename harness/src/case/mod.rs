@@ -1,5 +1,6 @@
 //! The case format: typed vocabulary ([`model`], [`pattern`]), durations and the loader.
 
+pub mod api_fault;
 pub mod duration;
 pub mod features;
 pub mod load;

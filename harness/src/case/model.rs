@@ -144,6 +144,10 @@ pub enum Requirement {
     /// The harness runs the node's agent, so it can kill it and start it again (`agent`
     /// steps): every node it starts, not an existing one (`--node`).
     AgentRestart,
+    /// The harness sits between the node's agent and its API server (a proxy of the node's
+    /// own, [`crate::api_proxy`]), so `fault: {api: …}` steps reach that agent alone:
+    /// every node it starts, not an existing one.
+    ApiFaults,
     /// The node's runtime pulls from the images the harness serves — fake-cri's catalogue,
     /// or the run's registry on `--runtime containerd` — so a private image demands the
     /// harness's login, not a real registry's key.
@@ -163,6 +167,7 @@ impl Requirement {
             Requirement::RealContainers => "real-containers",
             Requirement::HarnessImages => "harness-images",
             Requirement::AgentRestart => "agent-restart",
+            Requirement::ApiFaults => "api-faults",
         }
     }
 }
@@ -310,6 +315,8 @@ pub enum Fault {
     RestartRuntime,
     /// Clear all pending RPC faults.
     ClearFaults,
+    /// A fault of the API server as the node's agent sees it (`fault: {api: …}`).
+    Api(super::api_fault::ApiFault),
 }
 
 /// `fault: {runtime: …}`.
@@ -383,7 +390,8 @@ impl Fault {
             Fault::Runtime(_) | Fault::FailNext(_) | Fault::ImageFs(_) | Fault::RestartRuntime => {
                 true
             }
-            Fault::Kill(_) | Fault::ClearFaults => false,
+            // The node's API proxy is its own.
+            Fault::Kill(_) | Fault::ClearFaults | Fault::Api(_) => false,
         }
     }
 }
@@ -502,6 +510,7 @@ impl TaggedEnum for Fault {
         "imageFs",
         "restartRuntime",
         "clearFaults",
+        "api",
     ];
     fn unit(tag: &str) -> Option<Self> {
         match tag {
@@ -519,6 +528,7 @@ impl TaggedEnum for Fault {
             "kill" => Some(Fault::Kill(map.next_value()?)),
             "failNext" => Some(Fault::FailNext(map.next_value()?)),
             "imageFs" => Some(Fault::ImageFs(map.next_value()?)),
+            "api" => Some(Fault::Api(map.next_value()?)),
             _ => None,
         })
     }

@@ -154,6 +154,17 @@ pub(super) fn validate(case: &Case, stem: &str) -> Vec<Problem> {
                     out.push(problem(here(), "`removeFinalizers` before `create`"));
                 }
             }
+            Step::Fault(Fault::Api(fault)) => {
+                if !case.requires.contains(&Requirement::ApiFaults) {
+                    out.push(problem(
+                        here(),
+                        "a `fault: {api: …}` step needs `requires: [api-faults]` (setups where the harness does not sit between the agent and its API server ignore the case)",
+                    ));
+                }
+                if let Err(invalid) = fault.rule() {
+                    out.push(problem(here(), format!("fault api: {invalid}")));
+                }
+            }
             Step::Fault(fault) => {
                 if !case.requires.contains(&Requirement::RuntimeControl) {
                     out.push(problem(

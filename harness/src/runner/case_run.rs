@@ -12,8 +12,9 @@ use super::janitor::Janitor;
 use super::recorder::Recorder;
 use super::{objects, observe, pods, streams};
 use crate::backend::{NodeHandle, Nodes};
+use crate::case::api_fault::ApiFault;
 use crate::case::pattern::HostIp;
-use crate::case::{AgentStep, Case, LoadedCase, PodExpectation, Step};
+use crate::case::{AgentStep, Case, Fault, LoadedCase, PodExpectation, Requirement, Step};
 use crate::expect::{self, Progress, Start};
 use crate::report::{CaseReport, Outcome};
 
@@ -97,7 +98,11 @@ pub async fn run(
     let case = &loaded.case;
     let mut report = CaseReport::of(loaded);
     let mut node = match nodes
-        .acquire(&loaded.id.to_string(), loaded.case.timings)
+        .acquire(
+            &loaded.id.to_string(),
+            loaded.case.timings,
+            loaded.case.requires.contains(&Requirement::ApiFaults),
+        )
         .await
     {
         Ok(n) => n,
@@ -229,6 +234,26 @@ impl Ctx<'_> {
         self.start.elapsed()
     }
 
+    /// A `fault: {api: …}` step, through the node's API proxy.
+    fn api_fault(&self, fault: &ApiFault) -> Result<(), String> {
+        let Some(proxy) = &self.node.api_proxy else {
+            return Err(
+                "this node's agent reaches its API server without the harness's proxy".into(),
+            );
+        };
+        match fault {
+            ApiFault::CloseWatches => proxy.end_watches(),
+            ApiFault::Restart(restart) => proxy.restart(restart.down.get()),
+            ApiFault::ClearFaults => proxy.clear(),
+            rule => {
+                if let Some((scope, action)) = rule.rule().map_err(|e| e.to_string())? {
+                    proxy.inject(scope, action);
+                }
+            }
+        }
+        Ok(())
+    }
+
     async fn steps(&mut self) -> Result<(), StepError> {
         for (i, step) in self.case.steps.iter().enumerate() {
             let err = |message: String| StepError {
@@ -240,6 +265,7 @@ impl Ctx<'_> {
                 Step::Create => self.create().await.map_err(err)?,
                 Step::Delete(d) => self.delete(d.grace_period_seconds).await.map_err(err)?,
                 Step::RemoveFinalizers => self.remove_finalizers().await.map_err(err)?,
+                Step::Fault(Fault::Api(fault)) => self.api_fault(fault).map_err(err)?,
                 Step::Fault(fault) => {
                     let Some(control) = &self.node.control else {
                         return Err(err("this setup has no runtime control".into()));

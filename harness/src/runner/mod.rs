@@ -80,6 +80,9 @@ pub fn ignore_reason(case: &LoadedCase, agent: &AgentSpec) -> Option<String> {
             Requirement::AgentRestart if !has_control => {
                 "the harness does not run an existing node's (--node, --all-nodes) agent"
             }
+            Requirement::ApiFaults if !has_control => {
+                "the harness does not sit between an existing node's (--node, --all-nodes) agent and its API server"
+            }
             Requirement::HarnessImages if !has_control => {
                 "an existing node (--node, --all-nodes) pulls from the real registries, not the harness's images"
             }
